@@ -1,0 +1,70 @@
+"""`agent` command line: builds the parser from agent.commands.*, turns user errors into one red line.
+
+Exit codes: 0 ok, 2 usage or user error (one line, no traceback), 1 an internal error (traceback with --debug).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from typing import NoReturn
+
+from agent.commands import COMMAND_MODULES
+from agent.errors import UserError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a bad flag is one line naming the problem (and the valid choices), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        _fail(f"{self.prog}: {message}")
+
+
+def _fail(message: str, hint: str | None = None) -> NoReturn:
+    from rich.console import Console
+
+    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err.print(f"[bold red]error:[/] {message}" + (f" [dim]({hint})[/]" if hint else ""), markup=True)
+    raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="agent",
+        description="Optimize a PyTorch model's hot path into Triton kernels, one Nsight Compute-driven stage at a time.",
+    )
+    parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"agent.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except UserError as e:
+        _fail(e.message, e.hint)
+    except KeyboardInterrupt:
+        _fail("interrupted")
+    except BrokenPipeError:
+        return 0
+    except Exception as e:  # a bug: keep the one-line contract unless asked for the traceback
+        if args.debug:
+            raise
+        from rich.console import Console
+
+        Console(stderr=True, highlight=False).print(
+            f"[bold red]internal error:[/] {type(e).__name__}: {e} [dim](rerun with --debug for the traceback)[/]"
+        )
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

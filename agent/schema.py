@@ -1,0 +1,263 @@
+"""Typed data shared by every module: the ground floor (imports nothing of ours).
+
+Every boundary between steps of the loop (render -> propose -> evaluate -> profile -> record)
+passes one of these models. A failed step is a verdict plus a message, never a sentinel value.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Number = int | float
+# {kernel_name: {metric_name: value}}: the shape of the seed's [NCU PROFILING METRICS] block.
+MetricTable = dict[str, dict[str, Number]]
+SizeOverrides = dict[str, Number]
+
+
+class Model(BaseModel):
+    """Base for all our models: unknown fields are a bug, not something to ignore."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---------------------------------------------------------------- targets and stages
+
+
+class GPUSpec(Model):
+    """One catalog entry; the fields are exactly what the prompt's "# Target GPU" block shows."""
+
+    key: str = Field(description="short catalog key, e.g. '4090', 'h100'")
+    name: str = Field(description="what the prompt prints after 'GPU Name:'")
+    aliases: list[str] = Field(default_factory=list, description="names torch may report, e.g. 'NVIDIA GeForce RTX 4090'")
+    architecture: str
+    compute_capability: str
+    sms: int
+    memory_bandwidth_gbs: Number
+    tf32_tflops: Number
+    bf16_tflops: Number
+    fp16_tflops: Number
+    max_registers_per_thread: int = 255
+    max_threads_per_block: int = 1024
+    max_threads_per_sm: int
+    warp_size: int = 32
+    max_warps_per_sm: int
+    smem_per_sm_kb: int
+    smem_per_block_kb: int
+    l2_mb: Number
+
+
+class StageRules(Model):
+    """Static-policy rules a stage adds to the common ones (checked on the AST before anything runs)."""
+
+    max_stores_per_kernel: int | None = Field(
+        default=None, description="tl.store calls allowed per @triton.jit kernel (None: no limit)"
+    )
+    forbid_store_then_load: bool = Field(default=False, description="a kernel may not tl.load a pointer it tl.stores")
+
+
+class Stage(Model):
+    name: str
+    focus: str
+    template: str = Field(description="template file name under prompts/")
+    metrics: list[str] = Field(description="ncu metrics the prompt shows, in prompt order")
+    rules: StageRules = Field(default_factory=StageRules)
+
+
+# ---------------------------------------------------------------- problems
+
+
+class SizeSet(Model):
+    """A named set of size-global overrides; {} means the problem's own sizes."""
+
+    label: str
+    overrides: SizeOverrides = Field(default_factory=dict)
+
+
+class ProblemSpec(Model):
+    """A KernelBench-style problem: a file with Model, get_inputs(), get_init_inputs() and size globals."""
+
+    name: str
+    path: Path
+    description: str = ""
+    start: Path | None = Field(default=None, description="starting kernel (a ModelNew file), if any")
+    sizes: list[SizeSet] = Field(description="validation sizes on the GPU; the first is the timed size")
+    cpu_sizes: list[SizeSet] = Field(description="validation sizes in CPU mode (TRITON_INTERPRET=1); the first is timed")
+
+
+# ---------------------------------------------------------------- proposing
+
+
+class Usage(Model):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+
+class Answer(Model):
+    """One proposal: the raw text a proposer returned, and what it cost."""
+
+    text: str
+    model: str
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    raw: str | None = Field(default=None, description="raw response body (JSON) as received, for the record")
+
+
+class Feedback(Model):
+    """One earlier attempt, as the next prompt's feedback block shows it."""
+
+    candidate: str
+    verdict: Verdict
+    message: str
+
+
+# ---------------------------------------------------------------- evaluating
+
+
+class Verdict(StrEnum):
+    NO_CODE = "no_code"
+    SYNTAX_ERROR = "syntax_error"
+    RULE_VIOLATION = "rule_violation"
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"
+    TIMEOUT = "timeout"
+    INCORRECT = "incorrect"
+    CORRECT = "correct"
+
+
+class Check(Model):
+    """One validation trial: a size, an input distribution, and how far the candidate was from the truth."""
+
+    size: str
+    shapes: list[list[int]] = Field(default_factory=list, description="input tensor shapes")
+    distribution: str
+    error: float | None = Field(default=None, description="candidate's relative error vs the fp64 truth")
+    eager_error: float | None = Field(default=None, description="the problem's own Model in fp32, same flags")
+    tolerance: float | None = None
+    passed: bool
+    note: str = ""
+
+
+class Timing(Model):
+    """Medians over many repetitions; spread is (p80 - p20) / median, in percent."""
+
+    candidate_ms: float
+    candidate_spread_pct: float
+    wall_ms: float | None = Field(default=None, description="synchronized wall-clock per call, the cross-check")
+    eager_ms: float | None = None
+    eager_spread_pct: float | None = None
+    compile_ms: float | None = None
+    compile_spread_pct: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    repeats: int
+    meaningful: bool = Field(description="False in CPU mode: interpreter timings say nothing about the GPU")
+    note: str = ""
+
+
+class EvalResult(Model):
+    verdict: Verdict
+    message: str = Field(description="the part an LLM needs to fix it, with the candidate's line numbers")
+    checks: list[Check] = Field(default_factory=list)
+    timing: Timing | None = None
+    kernels: list[str] = Field(default_factory=list, description="names of the candidate's @triton.jit kernels")
+    code: str | None = Field(default=None, description="the extracted candidate source that was evaluated")
+    device: str = "cpu"
+    duration_s: float = 0.0
+
+
+# ---------------------------------------------------------------- profiling
+
+
+class RuleResult(Model):
+    """One of ncu's guided-analysis rule results (full set only)."""
+
+    rule: str
+    title: str = ""
+    kind: str = Field(default="", description="ncu's message type: 'ok', 'warning', 'error', 'optimization', ...")
+    message: str = ""
+    estimated_speedup_pct: float | None = None
+
+
+class KernelProfile(Model):
+    """Metrics of one kernel name; several launches are aggregated (see ncu.py for how)."""
+
+    name: str
+    launches: int = 1
+    grid: list[int] | None = None
+    block: list[int] | None = None
+    metrics: dict[str, Number] = Field(default_factory=dict)
+    rules: list[RuleResult] = Field(default_factory=list)
+
+
+class Bottleneck(Model):
+    kind: Literal["memory-bound", "compute-bound", "latency-bound", "launch-bound", "unknown"]
+    reason: str = Field(description="one line with the numbers that led to it")
+    figures: dict[str, float] = Field(default_factory=dict)
+
+
+class Profile(Model):
+    report: Path | None = None
+    metric_set: Literal["stage", "full"] = "stage"
+    gpu: str = ""
+    kernels: dict[str, KernelProfile] = Field(default_factory=dict)
+    bottleneck: Bottleneck | None = None
+    wall_s: float = 0.0
+
+    def table(self) -> MetricTable:
+        """The prompt-shaped {kernel: {metric: value}} view."""
+        return {name: dict(k.metrics) for name, k in self.kernels.items()}
+
+
+# ---------------------------------------------------------------- runs
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class RunConfig(Model):
+    problem: str = "gap44"
+    stage: str = "memory-fusion"  # or "auto"
+    gpu: str = "auto"
+    iterations: int = 5
+    samples: int = 4
+    llm: str = "offline"  # "openai" | "offline" | "replay:RUN_ID"
+    model: str = "gpt-4o"
+    budget_usd: float | None = None
+    device: Literal["cuda", "cpu"] = "cuda"
+    patience: int = 3
+    timeout_s: float = 180.0
+    seed: int = 0
+    root: Path = Path(".")
+
+
+class Candidate(Model):
+    """Everything recorded about one proposal, written after every candidate."""
+
+    id: str
+    run_id: str
+    iteration: int
+    index: int
+    stage: str
+    code: str | None = None
+    prompt: str = ""
+    answer: Answer | None = None
+    result: EvalResult
+    profile: Profile | None = None
+    created_at: datetime = Field(default_factory=_now)
+
+
+Feedback.model_rebuild()
