@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+# The fake OpenAI-compatible server (a real HTTP server on 127.0.0.1) as a fixture for every test file.
+pytest_plugins = ["fake_openai"]
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 SEED_PROMPT = SHARED / "seed" / "003_a184372c8946f8bb.txt"
