@@ -1,0 +1,218 @@
+"""Run a candidate under Nsight Compute, inside the harness sandbox, and read what it measured.
+
+    ncu --target-processes all --nvtx --nvtx-include agent_profile/ --kernel-name regex:^(k1|k2)$
+        --clock-control base (--metrics M1,M2,... | --set full --import-source no) -f -o WORKDIR/profile
+        python -m agent.harness.worker WORKDIR/job.json          (mode "profile")
+
+The worker warms the candidate up (JIT compilation happens there, outside the range), then runs one call inside
+the push/pop NVTX range "agent_profile" (the trailing slash in --nvtx-include selects push/pop ranges); ncu keeps
+only kernels inside that range whose function names are the candidate's own @triton.jit kernels, so neither
+compilation nor the PyTorch parts (the ConvTranspose2d, the reference) are profiled.
+
+ncu runs inside the sandbox's namespaces with its target (ncu outside with the target inside hangs, DESIGN.md).
+It writes the report into the sandbox's workdir (the only place under /tmp the namespace shares); the report is
+then moved to `out`, and the parsed Profile written beside it as JSON.
+
+Clock control: `base` (ncu's default) by default. ncu then locks the SM clock to base (1.59 vs 1.98 GHz boost on
+an H100; the DRAM clock stays), so durations read ~0-7 % longer than the harness's timings, but metrics are
+repeatable from one iteration to the next, which is what the prompt's numbers and `agent replay --diff` compare.
+Speed decisions use the harness's timing, never ncu's duration. `none` profiles at the clocks the timing saw.
+
+Every failure is a ProfileError (a UserError): one line saying what went wrong, a hint where one helps; the
+agent's loop records it and carries on.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from agent.errors import UserError
+from agent.schema import Model, ProblemSpec, Profile, Stage
+
+log = logging.getLogger(__name__)
+
+NVTX_RANGE = "agent_profile"
+_REPORT_STEM = "profile"  # ncu -o WORKDIR/profile writes WORKDIR/profile.ncu-rep
+_NCU_DIRS = ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute/*")
+_PERM_HINT = (
+    "run as root, or let every user read GPU counters: `options nvidia NVreg_RestrictProfilingToAdminUsers=0` "
+    "in /etc/modprobe.d/, then reload the driver (https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
+)
+
+
+class ProfileError(UserError):
+    """Profiling failed; `kind` names how (for the loop's record), the message says it in one line."""
+
+    def __init__(
+        self,
+        kind: Literal["not_installed", "permission", "timeout", "crash", "no_kernels", "no_report", "failed"],
+        message: str,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint)
+        self.kind = kind
+
+
+class ProfileRequest(Model):
+    """What to profile, how, and where the report goes."""
+
+    code: str = Field(description="the candidate's source (a module defining ModelNew)")
+    problem: ProblemSpec
+    stage: Stage
+    metric_set: Literal["stage", "full"] = Field(
+        default="stage", description="stage: the stage's metrics (ncu.stage_metric_set); full: ncu's --set full with rules"
+    )
+    out: Path = Field(description="the .ncu-rep to write, e.g. profiles/<run or adhoc>/<candidate>.ncu-rep")
+    timeout_s: float = Field(default=600.0, description="wall-clock limit for ncu and the candidate together")
+    device: int = Field(default=0, description="CUDA device index (of those visible to this process)")
+    clock_control: Literal["base", "none"] = Field(
+        default="base", description="ncu --clock-control: base locks the SM clock to base (repeatable metrics)"
+    )
+    warmup: int = Field(default=3, description="uncounted calls before the profiled one (JIT compile, autotune)")
+
+
+def find_ncu() -> Path | None:
+    """The ncu executable: on PATH, else in /usr/local/cuda/bin, else the newest /opt/nvidia/nsight-compute/*/."""
+    found = shutil.which("ncu")
+    if found:
+        return Path(found)
+    for pattern in _NCU_DIRS:
+        for d in sorted(glob.glob(pattern), reverse=True):
+            candidate = Path(d) / "ncu"
+            if candidate.is_file() and os.access(candidate, os.X_OK):
+                return candidate
+    return None
+
+
+def ncu_argv(ncu: Path, req: ProfileRequest, kernels: list[str], report_stem: Path) -> list[str]:
+    """ncu's command line for a request (without the application's)."""
+    from agent.ncu import stage_metric_set
+
+    argv = [
+        str(ncu), "--target-processes", "all",
+        "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/",
+        "--kernel-name", "regex:^(" + "|".join(re.escape(k) for k in kernels) + ")$",
+        "--clock-control", req.clock_control,
+    ]
+    if req.metric_set == "full":
+        argv += ["--set", "full", "--import-source", "no", "--apply-rules", "yes"]
+    else:
+        argv += ["--metrics", ",".join(stage_metric_set(req.stage))]
+    return argv + ["-f", "-o", str(report_stem)]
+
+
+def profile(req: ProfileRequest) -> Profile:
+    """Profile the candidate's kernels: writes `req.out` (the report) and `req.out` with .json (the parsed Profile).
+
+    Raises ProfileError (one line) when ncu is missing, lacks counter permission, times out, the candidate
+    crashes under it, no kernel was profiled, or the report cannot be read.
+    """
+    from agent.harness.job import prepare_job, read_result, worker_argv, worker_env
+    from agent.harness.policy import kernel_names
+    from agent.harness.sandbox import run_sandboxed
+    from agent.harness.settings import settings
+    from agent.ncu import read_report, stage_metric_set
+
+    ncu = find_ncu()
+    if ncu is None:
+        raise ProfileError("not_installed", "ncu (Nsight Compute) not found on PATH, in /usr/local/cuda/bin or "
+                           "/opt/nvidia/nsight-compute/*/", hint="install Nsight Compute or put ncu on PATH")
+    kernels = kernel_names(req.code)
+    if not kernels:
+        raise ProfileError("no_kernels", "the candidate defines no @triton.jit kernel to profile")
+
+    workdir = Path(tempfile.mkdtemp(prefix="agent-profile-"))
+    try:
+        job_path = prepare_job(workdir, "profile", req.problem, code=req.code, device="cuda")
+        _set_warmup(job_path, req.warmup)
+        stem = workdir / _REPORT_STEM
+        argv = ncu_argv(ncu, req, kernels, stem) + worker_argv(job_path)
+        env = worker_env("cuda")
+        env["CUDA_VISIBLE_DEVICES"] = _visible_device(req.device)
+        log.debug("profiling: %s", " ".join(argv))
+        started = time.monotonic()
+        res = run_sandboxed(argv, workdir=workdir, timeout_s=req.timeout_s, env=env,
+                            memory_mb=settings().sandbox.memory_mb_gpu, output_limit_bytes=8 << 20)
+        wall = time.monotonic() - started
+        text = res.stdout + "\n" + res.stderr
+        result = read_result(workdir / "result.json")
+        report = stem.with_name(stem.name + ".ncu-rep")
+
+        if res.timed_out:
+            raise ProfileError("timeout", f"ncu timed out after {req.timeout_s:g} s ({req.metric_set} set)",
+                               hint="raise --timeout; the full set replays each kernel ~40 times")
+        if "ERR_NVGPUCTRPERM" in text:
+            raise ProfileError("permission", "ncu has no permission to read the GPU's performance counters "
+                               "(ERR_NVGPUCTRPERM)", hint=_PERM_HINT)
+        if res.killed:
+            raise ProfileError("failed", f"ncu was killed by the sandbox ({res.killed} limit)")
+        if result is not None and not result.ok or (result is None and _worker_error(text)):
+            raise ProfileError("crash", f"the candidate failed under ncu: {_worker_error(text) or 'no message'}")
+        if "No kernels were profiled" in text or (res.returncode == 0 and result is not None and not report.exists()):
+            raise ProfileError("no_kernels", f"ncu profiled no kernel: none of {', '.join(kernels)} ran inside the "
+                               f"NVTX range {NVTX_RANGE!r}", hint="does ModelNew.forward launch its Triton kernels?")
+        if result is None:
+            why = _ncu_error(text) or (f"signal {res.signal}" if res.signal else f"exit status {res.returncode}")
+            raise ProfileError("crash", f"the candidate or ncu died before finishing: {why}")
+        if not report.exists():
+            why = _ncu_error(text) or f"exit status {res.returncode}"
+            raise ProfileError("no_report", f"ncu wrote no report: {why}")
+
+        try:
+            req.out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(report), req.out)
+        except OSError as e:
+            raise ProfileError("failed", f"cannot save the report as {req.out}: {e.strerror or e}") from e
+        try:
+            prof = read_report(req.out, stage_metric_set(req.stage))
+        except UserError as e:
+            raise ProfileError("no_report", e.message, e.hint) from e
+        prof.metric_set, prof.wall_s = req.metric_set, round(wall, 3)
+        req.out.with_suffix(".json").write_text(prof.model_dump_json(indent=2))
+        return prof
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _set_warmup(job_path: Path, warmup: int) -> None:
+    from agent.harness.job import WorkerJob, write_job
+
+    job = WorkerJob.model_validate_json(job_path.read_text())
+    job.profile_warmup, job.nvtx_range = warmup, NVTX_RANGE
+    write_job(job_path.parent, job)
+
+
+def _visible_device(index: int) -> str:
+    """CUDA_VISIBLE_DEVICES for device `index` of those this process sees (respecting an existing mask)."""
+    visible = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    if visible:
+        if index >= len(visible):
+            raise ProfileError("failed", f"device {index} is not visible (CUDA_VISIBLE_DEVICES={','.join(visible)})")
+        return visible[index]
+    return str(index)
+
+
+# The worker's one stderr line on failure: "runtime_error (run): RuntimeError: ... (candidate line 12: `...`)"
+_WORKER_LINE = re.compile(r"^(compile_error|runtime_error) \(\w+\): .*$", re.M)
+
+
+def _worker_error(text: str) -> str | None:
+    m = _WORKER_LINE.search(text)
+    return m.group(0).strip()[:500] if m else None
+
+
+def _ncu_error(text: str) -> str | None:
+    for line in text.splitlines():
+        if line.startswith("==ERROR=="):
+            return line.removeprefix("==ERROR==").strip()[:300]
+    return None
