@@ -1,0 +1,61 @@
+"""Harness settings (tolerances, timing, sandbox limits) read from settings.toml beside this file."""
+
+from __future__ import annotations
+
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ValidationSettings(_Section):
+    distributions: list[str]
+    tolerance_floor: float
+    tolerance_factor: float
+
+
+class TimingSettings(_Section):
+    warmup_calls: int
+    target_ms: float
+    min_reps: int
+    max_reps: int
+    flush_mb: int
+    wall_reps: int
+    wall_factor: float
+    wall_slack_ms: float
+    cpu_reps: int
+
+
+class SandboxSettings(_Section):
+    timeout_s: float
+    baseline_timeout_s: float
+    reference_timeout_s: float
+    memory_mb_cpu: int
+    memory_mb_gpu: int
+    file_limit_mb: int
+    output_limit_bytes: int
+    tmpfs_mb: int
+
+
+class Settings(_Section):
+    validation: ValidationSettings
+    timing: TimingSettings
+    sandbox: SandboxSettings
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    """The harness settings (parsed once per process)."""
+    with open(Path(__file__).with_name("settings.toml"), "rb") as f:
+        return Settings.model_validate(tomllib.load(f))
+
+
+def tolerance(eager_error: float) -> float:
+    """max(floor, factor * eager error): scaled to the problem, never looser than PyTorch itself needs."""
+    v = settings().validation
+    return max(v.tolerance_floor, v.tolerance_factor * eager_error)

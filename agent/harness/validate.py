@@ -1,0 +1,131 @@
+"""Parent-side validation: compare a candidate worker's outputs with the reference worker's truths.
+
+Runs in the agent's own process (never in the candidate's), on CPU tensors loaded with weights_only=True.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from agent.harness.job import TrialRecord
+from agent.harness.settings import tolerance
+from agent.schema import Check
+
+
+def rel_error(out: Any, truth: Any) -> float:
+    """max |out - truth| / max |truth|, in fp64 (inf where out has NaN/Inf the truth does not)."""
+    import torch
+
+    o = out.detach().to("cpu", torch.float64)
+    t = truth.detach().to("cpu", torch.float64)
+    if o.shape != t.shape:
+        return float("inf")
+    if o.numel() == 0:
+        return 0.0
+    bad = ~torch.isfinite(o) & torch.isfinite(t)
+    if bool(bad.any()):
+        return float("inf")
+    scale = max(float(t.abs().max()), 1e-12)
+    diff = (o - t).abs().nan_to_num(nan=0.0)
+    return float(diff.max()) / scale
+
+
+class Reference(BaseModel):
+    """The truth for one (problem, sizes, seed, device): trial records and fp64 truths, in trial order."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    trials: list[TrialRecord]
+    truths: list[list[Any]]
+    eager_ms: float | None = None
+
+    def index(self) -> dict[tuple[str, str], int]:
+        return {(t.size, t.distribution): i for i, t in enumerate(self.trials)}
+
+
+class Verdict(BaseModel):
+    passed: bool
+    checks: list[Check]
+    message: str
+
+
+def _fmt_shape(shape: list[int]) -> str:
+    return "x".join(map(str, shape)) if shape else "scalar"
+
+
+def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]], config_labels: list[str]) -> Verdict:
+    """One Check per candidate trial; the verdict fails on the first class of problem, with the worst case described."""
+    import torch
+
+    index = ref.index()
+    checks: list[Check] = []
+    failures: list[tuple[float, str]] = []  # (severity, description)
+    previous: dict[tuple[int, str], list[Any]] = {}
+    for i, (trial, outs) in enumerate(zip(trials, outputs)):
+        r = index.get((trial.size, trial.distribution))
+        if r is None:
+            continue
+        rt, truth = ref.trials[r], ref.truths[r]
+        tol = tolerance(rt.eager_error or 0.0)
+        where = f"size {trial.size} (inputs {', '.join(_fmt_shape(s) for s in rt.input_shapes)}), {trial.distribution} inputs, {trial.buffer}"
+        if len(config_labels) > 1:
+            where += f", autotune config {trial.config_pass} ({config_labels[trial.config_pass] if trial.config_pass < len(config_labels) else '?'})"
+        note, error = "", None
+        if not outs:
+            note = f"forward returned {trial.output_kind}"
+        elif len(outs) != len(truth):
+            note = f"forward returned {len(outs)} tensors, expected {len(truth)}"
+        else:
+            for k, (o, t) in enumerate(zip(outs, truth)):
+                want_dtype = rt.output_dtypes[k]
+                if list(o.shape) != list(t.shape):
+                    note = f"output {k} has shape {list(o.shape)}, expected {list(t.shape)}"
+                    break
+                if str(o.dtype).removeprefix("torch.") != want_dtype:
+                    note = f"output {k} has dtype {str(o.dtype).removeprefix('torch.')}, expected {want_dtype}"
+                    break
+                if o.is_floating_point():
+                    nonfinite = ~torch.isfinite(o) & torch.isfinite(t)
+                    if bool(nonfinite.any()):
+                        idx = tuple(int(v) for v in nonfinite.nonzero()[0])
+                        what = "NaN" if bool(torch.isnan(o).any()) else "Inf"
+                        note = f"output {k} contains {what} (first at index {list(idx)}; {int(nonfinite.sum())} of {o.numel()} elements)"
+                        break
+                e = rel_error(o, t)
+                error = e if error is None else max(error, e)
+                if e > tol:
+                    diff = (o.double() - t).abs()
+                    idx = tuple(int(v) for v in torch.nonzero(diff == diff.max())[0])
+                    note = f"output {k} at index {list(idx)}: got {float(o[idx]):.6g}, expected {float(t[idx]):.6g}"
+                    prev = previous.get((trial.config_pass, trial.size))
+                    if prev is not None and len(prev) > k and prev[k].shape == o.shape and torch.equal(prev[k], o):
+                        note += " — identical to the previous call's output although the input changed (cached?)"
+                    break
+        if not note and trial.input_digests != rt.input_digests:
+            changed = [str(j) for j, (a, b) in enumerate(zip(trial.input_digests, rt.input_digests)) if a != b]
+            note = f"forward modified its input {', '.join(changed)} in place"
+        passed = not note
+        checks.append(Check(
+            size=trial.size, shapes=rt.input_shapes, distribution=trial.distribution, error=error,
+            eager_error=rt.eager_error, tolerance=tol, passed=passed,
+            note=f"{trial.buffer}" + (f"; {note}" if note else "")
+            + (f"; config {trial.config_pass}" if len(config_labels) > 1 else ""),
+        ))
+        previous[(trial.config_pass, trial.size)] = outs
+        if not passed:
+            severity = float("inf") if error is None else error / tol
+            detail = f"{where}: {note}"
+            if error is not None and error > tol:
+                detail += f"; relative error {error:.3g} > tolerance {tol:.3g} (eager fp32: {rt.eager_error:.3g})"
+            failures.append((severity, detail))
+    if not checks:
+        return Verdict(passed=False, checks=checks, message="no validation trial completed")
+    if failures:
+        failures.sort(key=lambda f: -f[0])
+        n = len(failures)
+        msg = f"incorrect in {n} of {len(checks)} trials; worst: {failures[0][1]}"
+        return Verdict(passed=False, checks=checks, message=msg)
+    worst = max(checks, key=lambda c: (c.error or 0.0) / (c.tolerance or 1.0))
+    return Verdict(passed=True, checks=checks,
+                   message=f"correct on {len(checks)} trials; worst relative error {worst.error:.3g} (tolerance {worst.tolerance:.3g})")

@@ -1,0 +1,160 @@
+"""agent.harness end to end in CPU mode: the adversarial suite (tests/candidates/manifest.toml), the seed's
+starting kernel, what checks and timing report, the worker's profile mode, and `agent eval`.
+
+One evaluate_many call runs the whole suite (one shared reference, candidates in parallel), then each test
+reads its verdict; the seed kernel is evaluated afterwards, in the same process, as the health check.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from agent.harness import EvalRequest, evaluate, evaluate_many
+from agent.harness.job import prepare_job, read_result, worker_argv, worker_env
+from agent.harness.sandbox import run_sandboxed
+from agent.problems import load_problem, starting_code
+from agent.schema import EvalResult, Stage, StageRules, Verdict
+
+CANDIDATES = Path(__file__).parent / "candidates"
+MANIFEST = tomllib.loads((CANDIDATES / "manifest.toml").read_text())
+STAGE = Stage(name="memory-fusion", focus="memory fusion", template="memory-fusion.j2", metrics=[],
+              rules=StageRules(max_stores_per_kernel=1, forbid_store_then_load=True))
+REPO = Path(__file__).resolve().parent.parent
+
+
+def request(source: str, **kw) -> EvalRequest:
+    kw.setdefault("time_it", False)
+    return EvalRequest(source=source, problem=load_problem("gap44"), stage=STAGE, device="cpu", **kw)
+
+
+@pytest.fixture(scope="session")
+def suite() -> dict[str, EvalResult]:
+    reqs = [
+        request((CANDIDATES / case["file"]).read_text(), timeout_s=case.get("timeout_s", 120),
+                time_it=name == "several_blocks")
+        for name, case in MANIFEST.items()
+    ]
+    return dict(zip(MANIFEST, evaluate_many(reqs)))
+
+
+def test_every_threat_has_a_candidate_file_and_a_valid_verdict():
+    assert len(MANIFEST) >= 24
+    for name, case in MANIFEST.items():
+        assert (CANDIDATES / case["file"]).is_file(), name
+        Verdict(case["verdict"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(MANIFEST))
+def test_adversarial_candidate_gets_the_right_verdict(suite, name):
+    case, result = MANIFEST[name], suite[name]
+    assert result.verdict == case["verdict"], f"{name} ({case['threat']}): {result.verdict}: {result.message}"
+    if "rule" in case:
+        assert f"[{case['rule']}]" in result.message
+    if "message" in case:
+        assert case["message"] in result.message
+    assert result.message and len(result.message.splitlines()) <= 3
+
+
+@pytest.mark.slow
+def test_seed_starting_kernel_is_correct_after_the_hostile_suite(suite):
+    result = evaluate(request(starting_code(load_problem("gap44"))))
+    assert result.verdict == Verdict.CORRECT, result.message
+    assert result.kernels == ["fused_multiply_gap_kernel_optimized", "fused_multiply_gap_kernel_small"]
+
+
+@pytest.mark.slow
+def test_checks_cover_every_size_distribution_and_buffer_reuse(suite):
+    checks = suite["several_blocks"].checks
+    problem = load_problem("gap44")
+    assert {c.size for c in checks} == {s.label for s in problem.cpu_sizes}
+    assert {c.distribution for c in checks} == {"problem", "randn", "offset"}
+    assert {c.note for c in checks} == {"fresh", "same buffer, new values", "new buffer, same shape"}
+    for c in checks:
+        assert c.passed and c.error is not None and c.eager_error is not None
+        assert c.tolerance == max(1e-4, 4 * c.eager_error)
+        assert c.error <= c.tolerance
+
+
+@pytest.mark.slow
+def test_cpu_timing_is_marked_not_meaningful(suite):
+    timing = suite["several_blocks"].timing
+    assert timing is not None and not timing.meaningful and timing.candidate_ms > 0
+    assert timing.compile_ms is None
+
+
+@pytest.mark.slow
+def test_incorrect_verdict_reports_the_worst_case(suite):
+    result = suite["wrong_scale"]
+    assert "relative error" in result.message and "tolerance" in result.message
+    failed = [c for c in result.checks if not c.passed]
+    assert failed and all(c.error > c.tolerance for c in failed)
+
+
+@pytest.mark.slow
+def test_runtime_errors_point_at_the_candidates_line(suite):
+    assert "candidate line 14" in suite["oob_crash"].message  # the unmasked tl.load
+    assert "candidate line 25" in suite["compile_error"].message
+
+
+@pytest.mark.slow
+def test_every_autotune_config_is_validated(suite):
+    checks = suite["autotune_bad_config"].checks
+    by_config = {c.note.rsplit("config ", 1)[-1]: [] for c in checks}
+    for c in checks:
+        by_config[c.note.rsplit("config ", 1)[-1]].append(c.passed)
+    assert set(by_config) == {"0", "1"}
+    assert all(by_config["0"]) and not all(by_config["1"])  # BLOCK=1024 covers every row here, BLOCK=256 does not
+
+
+def test_static_verdicts_cost_no_process():
+    result = evaluate(request((CANDIDATES / "pure_pytorch.py").read_text()))
+    assert result.verdict == Verdict.RULE_VIOLATION and result.duration_s < 1
+    assert result.code is not None and result.checks == []
+
+
+def test_syntax_error_names_the_line():
+    result = evaluate(request((CANDIDATES / "syntax_error.py").read_text()))
+    assert result.verdict == Verdict.SYNTAX_ERROR and result.message.startswith("line 11:")
+
+
+@pytest.mark.slow
+def test_profile_mode_runs_one_call_and_reports_errors_in_one_line(tmp_path):
+    problem = load_problem("gap44")
+    good = prepare_job(tmp_path / "good", "profile", problem, code=(CANDIDATES / "correct.py").read_text(), device="cpu",
+                       sizes=problem.cpu_sizes[:1])
+    r = run_sandboxed(worker_argv(good), workdir=tmp_path / "good", timeout_s=120, env=worker_env("cpu"))
+    assert r.returncode == 0, r.stderr
+    assert read_result(tmp_path / "good" / "result.json").ok
+    bad = prepare_job(tmp_path / "bad", "profile", problem, code=(CANDIDATES / "compile_error.py").read_text(),
+                      device="cpu", sizes=problem.cpu_sizes[:1])
+    r = run_sandboxed(worker_argv(bad), workdir=tmp_path / "bad", timeout_s=120, env=worker_env("cpu"))
+    assert r.returncode == 1
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "BLOCK_SIZES" in lines[0]
+
+
+def agent(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agent", *args], capture_output=True, text=True, cwd=REPO, timeout=300)
+
+
+def test_cli_eval_prints_json_and_exits_0_whatever_the_verdict():
+    pytest.importorskip("agent.stages")
+    r = agent("eval", str(CANDIDATES / "side_stream.py"), "--problem", "gap44", "--stage", "memory-fusion",
+              "--device", "cpu", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert out["verdict"] == "rule_violation" and "stream" in out["message"] and out["device"] == "cpu"
+
+
+def test_cli_usage_errors_exit_2():
+    r = agent("eval", "does-not-exist.md", "--device", "cpu")
+    assert r.returncode == 2 and "not found" in r.stderr
+    r = agent("eval", str(CANDIDATES / "correct.py"), "--problem", "nope", "--device", "cpu")
+    assert r.returncode == 2 and "unknown problem" in r.stderr

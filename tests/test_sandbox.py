@@ -1,0 +1,114 @@
+"""agent.harness.sandbox: isolation and limits for any command (real subprocesses)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.harness.sandbox import clean_env, isolation, run_sandboxed
+
+PY = sys.executable
+namespaces = pytest.mark.skipif(isolation() == "none", reason="unshare is refused on this machine")
+
+
+def py(code: str, workdir: Path, **kw):
+    return run_sandboxed([PY, "-c", code], workdir=workdir, timeout_s=kw.pop("timeout_s", 30), **kw)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+
+
+def test_runs_in_workdir_with_home_inside_it(tmp_path):
+    r = py("import os; print(os.getcwd()); print(os.environ['HOME'])", tmp_path)
+    assert r.ok, r.stderr
+    cwd, home = r.stdout.split()
+    assert Path(cwd) == tmp_path.resolve() and Path(home).is_relative_to(tmp_path.resolve())
+
+
+def test_environment_has_no_secrets(tmp_path, monkeypatch):
+    for name in ("OPENAI_API_KEY", "GITHUB_TOKEN", "MY_SECRET", "SOME_PASSWORD", "AWS_ACCESS_KEY_ID", "UNRELATED_VAR"):
+        monkeypatch.setenv(name, "leak")
+    monkeypatch.setenv("TRITON_CACHE_DIR_X", "kept")
+    r = py("import os, json; print(json.dumps(dict(os.environ)))", tmp_path, env={"EXTRA_TOKEN": "leak", "FOO": "bar"})
+    assert "leak" not in r.stdout
+    import json
+
+    env = json.loads(r.stdout)
+    assert env["FOO"] == "bar" and env["TRITON_CACHE_DIR_X"] == "kept" and "PATH" in env
+    assert "OPENAI_API_KEY" not in clean_env()
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    code = ("import subprocess, time; p = subprocess.Popen(['sleep', '60']); open('child.pid', 'w').write(str(p.pid));"
+            " time.sleep(60)")
+    start = time.monotonic()
+    r = py(code, tmp_path, timeout_s=2)
+    assert r.timed_out and r.killed == "timeout" and time.monotonic() - start < 10
+    child = int((tmp_path / "child.pid").read_text())
+    assert not _alive(child)
+
+
+def test_children_left_behind_die_with_the_command(tmp_path):
+    code = "import subprocess; p = subprocess.Popen(['sleep', '60']); open('child.pid', 'w').write(str(p.pid))"
+    r = py(code, tmp_path)
+    assert r.returncode == 0
+    assert not _alive(int((tmp_path / "child.pid").read_text()))
+
+
+def test_reports_the_signal_that_killed_the_command(tmp_path):
+    r = py("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", tmp_path)
+    assert r.signal == "SIGSEGV" and not r.ok
+
+
+def test_output_limit_kills_a_flood(tmp_path):
+    r = py("while True: print('x' * 1000)", tmp_path, output_limit_bytes=100_000)
+    assert r.killed == "output" and not r.ok
+    assert len(r.stdout) <= 64 * 1024 + 1024
+
+
+def test_resident_memory_is_polled(tmp_path):
+    r = py("import time; b = bytearray(400 << 20); time.sleep(20)", tmp_path, memory_mb=150, timeout_s=20)
+    assert r.killed == "memory" and r.wall_s < 15
+
+
+def test_address_space_limit_in_cpu_mode(tmp_path):
+    r = py("b = bytearray(2 << 30)", tmp_path, memory_mb=512, address_space_limit=True)
+    assert r.returncode != 0 and "MemoryError" in r.stderr
+
+
+def test_file_size_limit(tmp_path):
+    r = py("open('big', 'wb').write(b'x' * (3 << 20))", tmp_path, file_limit_mb=1)
+    assert r.returncode != 0
+    assert (tmp_path / "big").stat().st_size <= 1 << 20
+
+
+@namespaces
+def test_private_tmp_and_the_workdir_stays_visible(tmp_path):
+    marker = Path("/tmp") / f"agent-sandbox-test-{os.getpid()}"
+    (tmp_path / "input.txt").write_text("hello")
+    r = py(f"import os; open({str(marker)!r}, 'w').write('x'); print(sorted(os.listdir('/tmp')));"
+           " print(open('input.txt').read()); open('output.txt', 'w').write('bye')", tmp_path)
+    assert r.ok, r.stderr
+    assert not marker.exists()  # /tmp inside was a private tmpfs
+    assert "hello" in r.stdout and (tmp_path / "output.txt").read_text() == "bye"
+
+
+@namespaces
+def test_no_network(tmp_path):
+    r = py("import socket\ntry:\n    socket.create_connection(('1.1.1.1', 53), timeout=3)\n    print('connected')\n"
+           "except OSError as e:\n    print('blocked', e)", tmp_path)
+    assert "blocked" in r.stdout
+
+
+def test_a_missing_command_is_a_result_not_an_exception(tmp_path):
+    r = run_sandboxed(["definitely-not-a-command-xyz"], workdir=tmp_path, timeout_s=10)
+    assert not r.ok
