@@ -1,9 +1,179 @@
-"""CLI commands: (placeholder, filled in by its owner)."""
+"""CLI commands over the static parts: `agent gpus`, `agent stages`, `agent problems`, `agent render`.
+
+Nothing heavy at import time: torch is imported only by `--gpu auto` detection (and by problem files given as paths).
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
+
+from agent.errors import UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    pass
+    p = sub.add_parser("gpus", help="list the GPU catalog (the detected GPU is marked)",
+                       description="List the GPU catalog; the GPU `--gpu auto` would target is marked.")
+    p.set_defaults(func=gpus_command)
+
+    p = sub.add_parser("stages", help="list the optimization stages: focus and ncu metrics, in ladder order",
+                       description="List the stage ladder: each stage's focus, the ncu metrics its prompt shows, "
+                                   "and its static rules.")
+    p.set_defaults(func=stages_command)
+
+    p = sub.add_parser("problems", help="list the built-in problems: description, sizes, starting kernel",
+                       description="List the built-in problems with their validation sizes (GPU and CPU mode).")
+    p.set_defaults(func=problems_command)
+
+    p = sub.add_parser("render", help="print a stage's prompt for a GPU, problem, code and metrics",
+                       description="Render a stage prompt to stdout, byte for byte as the agent sends it.")
+    p.add_argument("--stage", default="memory-fusion", metavar="S", help="stage name (default: memory-fusion)")
+    p.add_argument("--gpu", default="auto", metavar="NAME", help="catalog GPU, or auto to detect (default: auto)")
+    p.add_argument("--problem", default="gap44", metavar="NAME|PATH", help="built-in problem or a KernelBench-style file (default: gap44)")
+    p.add_argument("--code", type=Path, metavar="FILE", help="current code (default: the problem's starting kernel)")
+    p.add_argument("--metrics", type=Path, metavar="FILE", help="{kernel: {metric: value}} JSON or a .ncu-rep report")
+    p.add_argument("--feedback", type=Path, metavar="FILE.json",
+                   help='earlier attempts: JSON list of {"candidate", "verdict", "message"}')
+    p.set_defaults(func=render_command)
+
+
+# ---------------------------------------------------------------- handlers
+
+
+def _console():
+    from rich.console import Console
+
+    # piped output (tests, `| less`) gets a wide table instead of rich's 80-column default
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+def _fmt(value) -> str:
+    from agent.prompts import format_number
+
+    return format_number(value)
+
+
+def gpus_command(args: argparse.Namespace) -> int:
+    import logging
+
+    from rich.table import Table
+
+    from agent.catalog import FALLBACK, closest_gpu, detect_device_name, load_catalog
+
+    logging.getLogger("agent.catalog").setLevel(logging.ERROR)  # the table says it; no warning line on top
+    device = detect_device_name()
+    target = closest_gpu(device).key if device else FALLBACK
+    table = Table(title="GPU catalog", caption=(f"detected: {device}" if device else
+                                                f"no CUDA device detected: --gpu auto targets {FALLBACK}"))
+    for col in ("", "key", "name", "arch", "cc", "SMs", "GB/s", "TF32", "BF16", "FP16", "smem/SM KB", "smem/block KB", "L2 MB"):
+        table.add_column(col, justify="right" if col not in ("", "key", "name", "arch") else "left")
+    for g in load_catalog():
+        table.add_row("*" if g.key == target else "", g.key, g.name, g.architecture, g.compute_capability,
+                      str(g.sms), _fmt(g.memory_bandwidth_gbs), _fmt(g.tf32_tflops), _fmt(g.bf16_tflops),
+                      _fmt(g.fp16_tflops), str(g.smem_per_sm_kb), str(g.smem_per_block_kb), _fmt(g.l2_mb))
+    _console().print(table)
+    return 0
+
+
+def stages_command(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from agent.stages import load_stages
+
+    table = Table(title="Stage ladder", show_lines=True)
+    for col in ("#", "stage", "focus", "ncu metrics", "rules"):
+        table.add_column(col)
+    for i, s in enumerate(load_stages(), start=1):
+        rules = [f"{k}={v}" for k, v in s.rules.model_dump().items() if v not in (None, False)]
+        table.add_row(str(i), s.name, s.focus, "\n".join(s.metrics), "\n".join(rules) or "-")
+    _console().print(table)
+    return 0
+
+
+def problems_command(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from agent.problems import list_problems
+
+    def sizes(sets) -> str:
+        return "\n".join(
+            s.label + (": " + ", ".join(f"{k}={v}" for k, v in s.overrides.items()) if s.overrides else " (file's own)")
+            for s in sets
+        )
+
+    table = Table(title="Problems", show_lines=True)
+    for col in ("problem", "description", "GPU sizes", "CPU sizes", "start"):
+        table.add_column(col)
+    for p in list_problems():
+        table.add_row(p.name, p.description, sizes(p.sizes), sizes(p.cpu_sizes), "yes" if p.start else "no")
+    _console().print(table)
+    return 0
+
+
+def render_command(args: argparse.Namespace) -> int:
+    from agent.catalog import resolve_gpu
+    from agent.problems import load_problem, starting_code
+    from agent.prompts import PromptInput, render
+    from agent.stages import get_stage
+
+    # Every input is checked before the GPU is resolved: `--gpu auto` on a machine without one logs a warning,
+    # and a bad input should get one error line, not a warning and then the error.
+    stage = get_stage(args.stage)
+    problem = load_problem(args.problem)
+    if args.code is not None:
+        code = _read(args.code, "code")
+    else:
+        code = starting_code(problem)
+        if code is None:
+            raise UserError(f"problem {problem.name} has no starting kernel", "pass --code FILE")
+    metrics = _metrics(args.metrics, stage) if args.metrics is not None else {}
+    feedback = _feedback(args.feedback) if args.feedback is not None else []
+    gpu = resolve_gpu(args.gpu)
+    prompt = render(PromptInput(stage=stage, gpu=gpu, code=code, metrics=metrics, feedback=feedback,
+                                reference=problem.path.read_text(encoding="utf-8")))
+    sys.stdout.write(prompt)  # not rich: the bytes must be exactly the prompt's
+    sys.stdout.flush()
+    return 0
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def _read(path: Path, what: str) -> str:
+    if not path.is_file():
+        raise UserError(f"{what} file not found: {path}")
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise UserError(f"cannot read {what} file {path}: {e}") from None
+
+
+def _metrics(path: Path, stage):
+    from agent.prompts import load_metrics_json
+
+    if not path.is_file():
+        raise UserError(f"metrics file not found: {path}")
+    if path.suffix == ".ncu-rep":
+        from agent.ncu import read_report
+
+        return read_report(path, stage.metrics).table()
+    return load_metrics_json(path)
+
+
+def _feedback(path: Path):
+    from pydantic import TypeAdapter, ValidationError
+
+    from agent.schema import Feedback
+
+    text = _read(path, "feedback")
+    try:
+        return TypeAdapter(list[Feedback]).validate_python(json.loads(text))
+    except json.JSONDecodeError as e:
+        raise UserError(f"feedback file {path} is not valid JSON: {e.msg} at line {e.lineno}") from None
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = "/".join(str(p) for p in first["loc"]) or "top level"
+        raise UserError(f"feedback file {path} must be a list of {{candidate, verdict, message}}; at {where}: "
+                        f"{first['msg']}") from None

@@ -2,20 +2,39 @@
 
 A problem can be instantiated at other sizes by rebinding its size globals: `load_module(path, {"height": 13})`
 executes the file as a fresh module and overrides those globals, so get_inputs()/get_init_inputs() see them.
+
+A foreign file (`--problem PATH`) has no size sets in problems.toml, so derive_sizes() makes them from its integer
+globals, by name: globals that look like a tensor dimension (batch, channels, height, width, depth, features, dim,
+length, hidden, ...) are resized; layer hyper-parameters (kernel_size, stride, padding, dilation, groups, heads,
+pool/window sizes, ...) are kept, since changing them changes the model, not just its input. Sizes:
+  GPU  "full" = the file's own sizes; "odd" = every resized global that is even and > 2 minus one (tails, masks)
+  CPU  "cpu" = batch-like -> min(v, 2); others -> min(v, max(8, min(32, v // 8))) (128 -> 16, 512 -> 32, 3 -> 3),
+       small enough for TRITON_INTERPRET=1; "cpu-odd" = those, batch 3 and even values > 2 minus one
+A file whose globals derive from each other at import time (hidden = 4 * dim) keeps only the relation the overrides
+preserve; a file with no such globals is validated at its own sizes only (a warning says so).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import itertools
+import logging
+import re
 import tomllib
 from pathlib import Path
 from types import ModuleType
 
 from agent.errors import UserError, unknown
-from agent.schema import ProblemSpec, SizeOverrides
+from agent.schema import ProblemSpec, SizeOverrides, SizeSet
 
 _HERE = Path(__file__).parent
+log = logging.getLogger(__name__)
+
+# derive_sizes(): which integer globals of a foreign problem file are tensor dimensions (resized) and which are
+# layer hyper-parameters (kept). Checked in this order: a name matching _KEEP is never resized.
+_KEEP = re.compile(r"kernel|stride|pad|dilation|group|head|pool|window|scale|factor|eps|seed|dtype|top_?k", re.I)
+_DIM = re.compile(r"batch|channel|height|width|depth|feature|dim|size|len|seq|hidden|num_|^[nchwdlbkm]$", re.I)
+_BATCH = re.compile(r"batch|^n$|^b$", re.I)
 _counter = itertools.count()
 
 
@@ -63,9 +82,30 @@ def _from_file(path: Path) -> ProblemSpec:
         path=path.resolve(),
         description=(module.Model.__doc__ or "").strip().splitlines()[0] if module.Model.__doc__ else "",
         start=None,
-        sizes=[{"label": "full"}],
-        cpu_sizes=[{"label": "cpu"}],
+        **derive_sizes(module),
     )
+
+
+def _odd(v: int) -> int:
+    return v - 1 if v > 2 and v % 2 == 0 else v
+
+
+def derive_sizes(module: ModuleType) -> dict[str, list[SizeSet]]:
+    """GPU and CPU size sets for a foreign problem module, from its integer size globals (see the module doc)."""
+    dims = {
+        k: v for k, v in vars(module).items()
+        if type(v) is int and not k.startswith("_") and _DIM.search(k) and not _KEEP.search(k) and v > 0
+    }
+    if not dims:
+        log.warning("%s has no size globals to resize: it is validated at its own sizes only", module.__name__)
+        return {"sizes": [SizeSet(label="full")], "cpu_sizes": [SizeSet(label="cpu")]}
+    cpu = {k: min(v, 2) if _BATCH.search(k) else min(v, max(8, min(32, v // 8))) for k, v in dims.items()}
+    cpu_odd = {k: min(dims[k], 3) if _BATCH.search(k) else _odd(v) for k, v in cpu.items()}
+    odd = {k: _odd(v) for k, v in dims.items()}
+    return {
+        "sizes": [SizeSet(label="full"), SizeSet(label="odd", overrides=odd)],
+        "cpu_sizes": [SizeSet(label="cpu", overrides=cpu), SizeSet(label="cpu-odd", overrides=cpu_odd)],
+    }
 
 
 def load_module(path: Path, overrides: SizeOverrides | None = None) -> ModuleType:

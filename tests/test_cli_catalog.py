@@ -1,0 +1,126 @@
+"""`agent gpus | stages | problems | render` through real subprocesses: output, exact bytes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SEED_PROMPT
+
+DATA = Path(__file__).parent / "data"
+
+
+def agent(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agent", *args], cwd=REPO, capture_output=True, timeout=timeout)
+
+
+def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:
+    err = result.stderr.decode()
+    assert result.returncode == 2, err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    for n in needles:
+        assert n in err, err
+
+
+def test_help_lists_the_catalog_commands():
+    out = agent("--help").stdout.decode()
+    for cmd in ("gpus", "stages", "problems", "render"):
+        assert f"    {cmd} " in out
+
+
+def test_help_does_not_import_torch_triton_or_jinja2():
+    code = ("import sys\nfrom agent.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('torch', 'triton', 'jinja2') if m in sys.modules), file=sys.stderr)\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, timeout=60)
+    assert result.stderr.decode().strip().splitlines()[-1] == "[]"
+
+
+def test_gpus_lists_the_catalog_and_marks_the_target():
+    out = agent("gpus").stdout.decode()
+    for name in ("4090", "RTX 3090", "L4", "L40S", "A100 80GB", "H100 SXM", "H200"):
+        assert name in out
+    assert "*" in out
+
+
+def test_stages_lists_stage_focus_and_metrics():
+    out = agent("stages").stdout.decode()
+    for name in ("correctness", "memory-fusion", "parallelism", "memory-access", "tuning", "algebraic"):
+        assert name in out
+    assert "Memory pattern for fused operations." in out and "lts__t_sector_hit_rate.pct" in out
+
+
+def test_problems_lists_every_problem():
+    out = agent("problems").stdout.decode()
+    for name in ("gap44", "conv2d_gap_bias_lse", "gap_large", "conv3d_gap"):
+        assert name in out
+
+
+def test_render_prints_the_seed_byte_for_byte(tmp_path):
+    if not SEED_PROMPT.exists():
+        pytest.skip(f"the seed prompt is not beside the checkout ({SEED_PROMPT})")
+    code = tmp_path / "code.py"
+    code.write_bytes((REPO / "agent" / "problems" / "gap44_start.py").read_bytes())
+    result = agent("render", "--stage", "memory-fusion", "--gpu", "4090", "--problem", "gap44",
+                   "--code", str(code), "--metrics", str(DATA / "seed_metrics.json"))
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout == SEED_PROMPT.read_bytes()
+
+
+def test_render_defaults_to_the_starting_kernel_and_takes_feedback(tmp_path):
+    fb = tmp_path / "fb.json"
+    fb.write_text(json.dumps([{"candidate": "it1-c3", "verdict": "incorrect", "message": "off by 2"}]))
+    result = agent("render", "--stage", "parallelism", "--gpu", "h100", "--problem", "gap_large", "--feedback", str(fb))
+    out = result.stdout.decode()
+    assert result.returncode == 0, result.stderr.decode()
+    assert "GPU Name: H100 SXM\n" in out and "def gap_kernel(" in out and "- it1-c3: incorrect\n  off by 2\n" in out
+
+
+def test_render_reads_metrics_from_an_ncu_report(shared):
+    pytest.importorskip("agent.ncu")
+    report = shared / "fixtures" / "ncu" / "seed_h100_metrics.ncu-rep"
+    if not report.exists():
+        pytest.skip("no ncu report fixture")
+    result = agent("render", "--gpu", "h100", "--metrics", str(report))
+    out = result.stdout.decode()
+    assert result.returncode == 0, result.stderr.decode()
+    block = out.split("[NCU PROFILING METRICS]\n", 1)[1].split("\n\n**Task**", 1)[0]
+    metrics = json.loads(block)["fused_multiply_gap_kernel_optimized"]
+    assert list(metrics)[:2] == ["sm__throughput.avg.pct_of_peak_sustained_elapsed", "launch__grid_size"]
+    assert metrics["launch__grid_size"] == 32
+
+
+def test_render_a_problem_file_by_path(tmp_path):
+    result = agent("render", "--stage", "correctness", "--gpu", "l4", "--problem",
+                   str(REPO / "agent" / "problems" / "conv3d_gap.py"), "--code", str(REPO / "agent" / "problems" / "gap_large_start.py"))
+    assert result.returncode == 0, result.stderr.decode()
+    assert "nn.Conv3d" in result.stdout.decode()
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--stage", "fusion"], ["unknown stage 'fusion'", "memory-fusion"]),
+    (["--gpu", "v100"], ["unknown GPU 'v100'", "h100"]),
+    (["--problem", "gap45"], ["unknown problem 'gap45'", "gap44"]),
+    (["--code", "/nonexistent/code.py"], ["code file not found"]),
+    (["--metrics", "/nonexistent/m.json"], ["metrics file not found"]),
+    (["--problem", "conv3d_gap"], ["no starting kernel", "--code"]),
+    (["--bogus"], ["unrecognized arguments"]),
+])
+def test_bad_render_input_is_one_line_exit_2(args, needles):
+    assert_one_line_error(agent("render", *args), *needles)
+
+
+def test_malformed_metrics_json_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "m.json"
+    bad.write_text('{"kernel": {"metric": "fast"}}')
+    assert_one_line_error(agent("render", "--metrics", str(bad)), "kernel -> metric -> number")
+
+
+def test_malformed_feedback_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "fb.json"
+    bad.write_text('[{"candidate": "c", "verdict": "great", "message": ""}]')
+    assert_one_line_error(agent("render", "--feedback", str(bad)), "feedback file")
