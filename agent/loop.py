@@ -84,7 +84,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
         evaluator: Evaluator, profiler: Profiler, store, progress: Progress) -> Outcome:
     """Run (or resume) `run_id` until iterations, budget, patience or the stage ladder run out."""
     state = store.resume_state(run_id)
-    best = _best_from_store(store, state.best)
+    best = best_from_store(store, state.best)
     usage = state.usage
     stage_name, reason = state.stage or _first_stage(config), "resumed" if state.stage else "requested"
     last_results: list[EvalResult] = []
@@ -102,6 +102,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             cand = _record(store, run_id, 0, 0, stage.name, "", Answer(text=start, model="start"), result)
             progress.candidate_done(cand)
             best = _maybe_best(cand, best, profiler, stage, store, progress)
+            store.end_iteration(run_id, 0)
         state.last_iteration = 0
     done = state.last_iteration
 
@@ -116,11 +117,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             stage_name = chosen
         stage = get_stage(stage_name)
         visited.add(stage.name)
-        prompt = render(PromptInput(
-            stage=stage, gpu=gpu, code=best.code if best else (_starting_code(problem) or ""),
-            metrics=best.profile.table() if best and best.profile else {},
-            feedback=_feedback(last_results), reference=problem.path.read_text(),
-        ))
+        prompt = iteration_prompt(stage, gpu, problem, best, last_results)
         progress.start_iteration(iteration, stage.name, reason)
         store.record_iteration(run_id, iteration, stage.name, prompt, reason, best.candidate if best else None)
 
@@ -143,6 +140,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             new = _maybe_best(cand, best, profiler, stage, store, progress)
             if new is not best:
                 best, improved = new, True
+        store.end_iteration(run_id, iteration)
         stale = 0 if improved else stale + 1
         done = iteration
         if config.stage != "auto" and stale >= config.patience:
@@ -214,6 +212,16 @@ def _maybe_best(cand: Candidate, best: Best | None, profiler: Profiler, stage: S
                 profile=profile)
 
 
+def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Best | None,
+                     last_results: list[EvalResult]) -> str:
+    """The prompt of one iteration: the current best's code and metrics, and the last round's failures."""
+    return render(PromptInput(
+        stage=stage, gpu=gpu, code=best.code if best else (_starting_code(problem) or ""),
+        metrics=best.profile.table() if best and best.profile else {},
+        feedback=_feedback(last_results), reference=problem.path.read_text(),
+    ))
+
+
 def _feedback(results: list[EvalResult]) -> list[Feedback]:
     """Last iteration's failures, compactly: the harness's message is what a model needs to fix it."""
     return [
@@ -231,7 +239,8 @@ def _record(store, run_id: str, iteration: int, index: int, stage: str, prompt: 
     return cand
 
 
-def _best_from_store(store, candidate_id: str | None) -> Best | None:
+def best_from_store(store, candidate_id: str | None) -> Best | None:
+    """The recorded candidate `candidate_id` as a current best (None if it has no timing)."""
     if not candidate_id:
         return None
     c = store.get_candidate(candidate_id)

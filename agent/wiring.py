@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from agent.errors import UserError
-from agent.schema import EvalResult, GPUSpec, Profile, ProblemSpec, RunConfig, Stage
+from agent.schema import EvalResult, GPUSpec, Profile, ProblemSpec, RunConfig, Stage, Usage
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,8 @@ def build_proposer(config: RunConfig, problem: ProblemSpec, gpu: GPUSpec, store,
         answers = store.answers(source)
         if not answers:
             raise UserError(f"run {source} recorded no answers to replay")
-        return ReplayProposer(answers, name=f"replay:{source}")
+        # A replay spends nothing: the recorded usage stays with the run that paid for it.
+        return ReplayProposer([a.model_copy(update={"usage": Usage()}) for a in answers], name=f"replay:{source}")
     if llm == "openai":
         from agent.llm import Budget, OpenAIConfig, OpenAIProposer
 

@@ -50,7 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Read a saved Nsight Compute report (no GPU needed): a table per kernel with "
                                    "the stage's metrics, rule results and the bottleneck; JSON; or the exact "
                                    "[NCU PROFILING METRICS] block. --diff compares it with a second report.")
-    p.add_argument("target", metavar="REPORT", help="a .ncu-rep file (or, later, a run id)")
+    p.add_argument("target", metavar="REPORT|RUN_ID", help="a .ncu-rep file, or a run id to re-render its prompts")
+    p.add_argument("--root", type=Path, default=Path("."), metavar="DIR",
+                   help="with RUN_ID: directory holding candidates/ (default: the current directory)")
     p.add_argument("--format", choices=("table", "json", "prompt"), default="table", help="output format (default: table)")
     p.add_argument("--stage", default=DEFAULT_STAGE, metavar="S", help=f"stage whose metrics to show (default: {DEFAULT_STAGE})")
     p.add_argument("--diff", type=Path, metavar="B.ncu-rep", help="compare with this report: before=REPORT, after=B")
@@ -81,13 +83,42 @@ def profile_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _replay_run(args: argparse.Namespace) -> int:
+    """Re-render each iteration's prompt of a recorded run and say whether it matches what was sent."""
+    from agent.replay import rerender_run
+    from agent.store import Store
+
+    store = Store(args.root)
+    if not store.exists() or target_looks_like_file(args.target):
+        raise UserError(f"no such report or run: {args.target}")
+    replayed = rerender_run(store, args.target)
+    if args.format == "json":
+        print(json.dumps([r.model_dump(mode="json") for r in replayed], indent=2))
+        return 0
+    if args.format == "prompt":
+        for r in replayed:
+            sys.stdout.write(f"===== iteration {r.iteration} ({r.stage}) =====\n{r.prompt}\n")
+        return 0
+    console = _console()
+    for r in replayed:
+        same = "[green]identical to the prompt sent[/]" if r.matches else "[red]differs from the prompt sent[/]"
+        console.print(f"[bold]iteration {r.iteration}[/] stage {r.stage}, best before: {r.best_before or '–'}; "
+                      f"{same}; why: {r.reason}")
+    if not replayed:
+        console.print("the run sent no prompts (only the starting kernel was evaluated)")
+    return 0
+
+
+def target_looks_like_file(target: str) -> bool:
+    return target.endswith((".ncu-rep", ".json", ".csv")) or "/" in target
+
+
 def replay_command(args: argparse.Namespace) -> int:
     from agent.ncu import diff, prompt_table, read_report, stage_metric_set
 
     target = Path(args.target)
     if not target.is_file():
-        # `agent replay RUN_ID` (re-render a run's saved prompts) is wired here once runs are recorded.
-        raise UserError(f"no such report or run: {args.target}")
+        return _replay_run(args)
     stage = find_stage(args.stage)
     metrics = stage_metric_set(stage)
     before = read_report(target, metrics)

@@ -1,0 +1,45 @@
+"""`agent replay RUN_ID`: re-render every iteration's prompt from what the run recorded, without a GPU.
+
+Each prompt is rebuilt from the stored parts (stage, the best-so-far candidate's code and ncu profile, the
+previous iteration's verdicts) and compared with the prompt the run actually sent.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from agent.catalog import resolve_gpu
+from agent.loop import best_from_store, iteration_prompt
+from agent.problems import load_problem
+from agent.stages import get_stage
+
+
+class ReplayedIteration(BaseModel):
+    iteration: int
+    stage: str
+    reason: str
+    best_before: str | None
+    prompt: str
+    matches: bool
+
+
+def rerender_run(store, run_id: str) -> list[ReplayedIteration]:
+    """One entry per iteration that sent a prompt (iteration 0, the starting kernel, sends none)."""
+    run_id = store.resolve_run(run_id)
+    run = store.get_run(run_id)
+    problem = load_problem(run.config.problem)
+    gpu = resolve_gpu(run.gpu)
+    by_iteration: dict[int, list] = {}
+    for c in store.candidates(run_id):
+        by_iteration.setdefault(c.iteration, []).append(c)
+    out = []
+    for it in store.iterations(run_id):
+        if not it.prompt:
+            continue
+        previous = sorted(by_iteration.get(it.iteration - 1, []), key=lambda c: c.index)
+        last_results = [c.result for c in previous] if it.iteration > 1 else []
+        prompt = iteration_prompt(get_stage(it.stage), gpu, problem, best_from_store(store, it.best_before),
+                                  last_results)
+        out.append(ReplayedIteration(iteration=it.iteration, stage=it.stage, reason=it.reason,
+                                     best_before=it.best_before, prompt=prompt, matches=prompt == it.prompt))
+    return out

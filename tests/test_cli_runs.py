@@ -1,0 +1,192 @@
+"""`agent leaderboard`, `agent show`, `agent export`: the real CLI in a subprocess over a store built in tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent.schema import (
+    Answer,
+    Bottleneck,
+    Candidate,
+    Check,
+    EvalResult,
+    KernelProfile,
+    Profile,
+    RunConfig,
+    Timing,
+    Usage,
+    Verdict,
+)
+from agent.store import DRAM_METRIC, DURATION_METRIC, Store
+
+REPO = Path(__file__).resolve().parent.parent
+CODE = "import triton\n\nclass ModelNew:\n    BLOCK = 1024  # [NCU] markup-looking text stays text\n"
+
+
+def agent(*args: str, cwd: Path | None = None, columns: int = 200) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": str(columns), "NO_COLOR": "1"}
+    return subprocess.run([sys.executable, "-m", "agent", *args], capture_output=True, text=True, cwd=cwd or REPO,
+                          env=env, timeout=60)
+
+
+def record(store: Store, run: str, iteration: int, index: int, verdict: Verdict, ms: float | None = None, *,
+           stage: str = "memory-fusion", dram: float | None = None, tokens: int = 0, code: str | None = CODE) -> str:
+    timing = None
+    if ms is not None:
+        timing = Timing(candidate_ms=ms, candidate_spread_pct=0.8, eager_ms=1.76, compile_ms=0.56,
+                        speedup_vs_eager=1.76 / ms, speedup_vs_compile=0.56 / ms, repeats=200, meaningful=True)
+    profile = None
+    if dram is not None:
+        profile = Profile(gpu="h100", kernels={"gap_kernel": KernelProfile(
+            name="gap_kernel", metrics={DURATION_METRIC: 180_000, DRAM_METRIC: dram, "launch__grid_size": 4096})},
+            bottleneck=Bottleneck(kind="memory-bound", reason=f"DRAM {dram} % of peak"))
+    c = Candidate(
+        id=store.candidate_id(run, iteration, index), run_id=run, iteration=iteration, index=index, stage=stage,
+        code=code, prompt="You are an expert in Triton kernels. [GPU] H100\n",
+        answer=Answer(text=f"Here is the kernel.\n```python\n{code}```", model="gpt-4o",
+                      usage=Usage(prompt_tokens=tokens, completion_tokens=tokens // 10, cost_usd=tokens * 1e-6)),
+        result=EvalResult(verdict=verdict, message="max error 2.1e-06 (tolerance 1e-04)" if ms else
+                          "line 4: output mismatch, max error 0.5", code=code, device="cuda",
+                          checks=[Check(size="full", shapes=[[128, 64, 32, 32]], distribution="normal", error=2.1e-6,
+                                        tolerance=1e-4, passed=verdict == Verdict.CORRECT)],
+                          timing=timing),
+        profile=profile,
+    )
+    store.record_candidate(c)
+    return c.id
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    root = tmp_path_factory.mktemp("store")
+    with Store(root) as s:
+        a = s.create_run(RunConfig(problem="gap44"), gpu="h100", device="cuda")
+        s.record_iteration(a, 1, "memory-fusion", "prompt", "requested", None)
+        ids = {
+            "slow": record(s, a, 1, 1, Verdict.CORRECT, 1.60, tokens=2000),
+            "fast": record(s, a, 1, 2, Verdict.CORRECT, 0.22, dram=91.3, tokens=3000),
+            "wrong": record(s, a, 1, 3, Verdict.INCORRECT, tokens=1000),
+            "nocode": record(s, a, 1, 4, Verdict.NO_CODE, code=None),
+        }
+        b = s.create_run(RunConfig(problem="other"), gpu="h100", device="cuda")
+        s.record_iteration(b, 1, "tuning", "prompt", "requested", None)
+        ids["other"] = record(s, b, 1, 1, Verdict.CORRECT, 0.80, stage="tuning")
+        ids["run_a"], ids["run_b"] = a, b
+    return root, ids
+
+
+def test_leaderboard_on_an_empty_root_says_so(tmp_path: Path) -> None:
+    r = agent("leaderboard", "--root", str(tmp_path))
+    assert r.returncode == 0 and "No runs recorded" in r.stdout and r.stderr == ""
+    assert not (tmp_path / "candidates").exists()
+    r = agent("leaderboard", "--json", "--root", str(tmp_path))
+    assert r.returncode == 0 and json.loads(r.stdout) == []
+
+
+def test_leaderboard_json_ranks_correct_candidates_by_speedup(root) -> None:
+    path, ids = root
+    r = agent("leaderboard", "--json", "--root", str(path))
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert [row["candidate"] for row in rows] == [ids["fast"], ids["other"], ids["slow"]]
+    top = rows[0]
+    for field in ("candidate", "run", "stage", "verdict", "candidate_ms", "speedup_vs_eager", "speedup_vs_compile"):
+        assert field in top
+    assert (top["run"], top["stage"], top["verdict"], top["candidate_ms"], top["dram_pct"]) == (
+        ids["run_a"], "memory-fusion", "correct", 0.22, 91.3)
+    assert top["speedup_vs_eager"] == pytest.approx(8.0) and top["speedup_vs_compile"] == pytest.approx(0.56 / 0.22)
+    assert top["tokens"] == 3300 and top["rank"] == 1
+
+
+def test_leaderboard_filters_and_all(root) -> None:
+    path, ids = root
+    by = lambda *a: [row["candidate"] for row in json.loads(agent("leaderboard", "--json", "--root", str(path), *a).stdout)]  # noqa: E731
+    assert by("--problem", "other") == [ids["other"]]
+    assert by("--run", ids["run_a"]) == [ids["fast"], ids["slow"]]
+    assert by("--stage", "tuning") == [ids["other"]]
+    assert by("--limit", "1") == [ids["fast"]]
+    every = by("--all", "--run", ids["run_a"])
+    assert every[:2] == [ids["fast"], ids["slow"]] and set(every[2:]) == {ids["wrong"], ids["nocode"]}
+
+
+def test_leaderboard_table_shows_the_columns(root) -> None:
+    path, ids = root
+    r = agent("leaderboard", "--root", str(path))
+    assert r.returncode == 0, r.stderr
+    for text in ("#", "candidate", "run", "stage", "verdict", "time", "vs eager", "vs compile", "DRAM", "tokens",
+                 "cost", ids["fast"], ids["run_a"], "0.220 ms", "8.00×", "2.55×", "91.3 %", "3,300", "correct"):
+        assert text in r.stdout, text
+    assert ids["wrong"] not in r.stdout
+    assert ids["wrong"] in agent("leaderboard", "--all", "--root", str(path)).stdout
+
+
+def test_leaderboard_fits_a_narrow_terminal_with_short_ids(root) -> None:
+    path, ids = root
+    r = agent("leaderboard", "--root", str(path), columns=80)
+    short = ids["fast"].split("-", 2)[2]  # '<tag>-i1-c2': what the compact table shows, and show accepts
+    assert r.returncode == 0 and short in r.stdout and "8.00×" in r.stdout
+    assert max(len(line) for line in r.stdout.splitlines()) <= 80
+    assert agent("show", short, "--json", "--root", str(path)).returncode == 0
+
+
+def test_leaderboard_with_no_match_is_a_friendly_line(root) -> None:
+    path, _ = root
+    r = agent("leaderboard", "--problem", "nothing", "--root", str(path))
+    assert r.returncode == 0 and "No correct candidates for problem nothing" in r.stdout
+
+
+def test_show_prints_verdict_checks_timing_metrics_code_prompt_and_response(root) -> None:
+    path, ids = root
+    r = agent("show", ids["fast"], "--root", str(path))
+    assert r.returncode == 0, r.stderr
+    for text in (ids["fast"], "correct", "max error 2.1e-06", "checks", "timing", "0.220 ms", "torch.compile",
+                 DRAM_METRIC, "91.3", "memory-bound", "BLOCK = 1024", "[NCU] markup-looking text stays text",
+                 "You are an expert in Triton kernels. [GPU] H100", "Here is the kernel."):
+        assert text in r.stdout, text
+    brief = agent("show", ids["fast"], "--no-prompt", "--no-response", "--root", str(path)).stdout
+    assert "You are an expert" not in brief and "Here is the kernel." not in brief and "BLOCK = 1024" in brief
+
+
+def test_show_json_is_the_candidate(root) -> None:
+    path, ids = root
+    r = agent("show", ids["wrong"], "--json", "--root", str(path))
+    c = Candidate.model_validate_json(r.stdout)
+    assert c.id == ids["wrong"] and c.result.verdict == Verdict.INCORRECT
+
+
+def test_export_writes_the_code(root, tmp_path: Path) -> None:
+    path, ids = root
+    out = tmp_path / "sub" / "kernel.py"
+    r = agent("export", ids["fast"], "-o", str(out), "--root", str(path))
+    assert r.returncode == 0, r.stderr
+    assert out.read_text() == CODE and str(out) in r.stderr
+    assert agent("export", ids["fast"], "--root", str(path)).stdout == CODE
+
+
+@pytest.mark.parametrize("argv", [
+    ["show", "20990101-000000-dead-i1-c1"],
+    ["export", "nope", "-o", "/tmp/never.py"],
+    ["leaderboard", "--run", "20990101"],
+])
+def test_unknown_ids_exit_2_with_one_line(root, argv: list[str]) -> None:
+    path, _ = root
+    r = agent(*argv, "--root", str(path))
+    assert r.returncode == 2 and r.stdout == ""
+    assert len(r.stderr.strip().splitlines()) == 1 and r.stderr.startswith("error: unknown")
+
+
+def test_unknown_candidate_in_an_empty_root_exits_2(tmp_path: Path) -> None:
+    r = agent("show", "x", "--root", str(tmp_path))
+    assert r.returncode == 2 and "no runs under" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_export_of_a_candidate_without_code_exits_2(root) -> None:
+    path, ids = root
+    r = agent("export", ids["nocode"], "--root", str(path))
+    assert r.returncode == 2 and "has no code" in r.stderr
