@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from agent.schema import RunConfig
     from agent.stages import get_stage
     from agent.store import Store
-    from agent.view import LiveProgress, run_summary
+    from agent.view import LiveProgress, leaderboard_fitting, run_summary
 
     _positive(args.iterations, "--iterations", zero_ok=True)
     _positive(args.samples, "--samples")
@@ -103,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     console = Console()
-    console.print(run_summary(store.get_run(run_id), top))
+    console.print(run_summary(store.get_run(run_id)))
+    if top:
+        console.print(leaderboard_fitting(top, console, title="Top candidates"))
     console.print(f"stopped: {outcome.stop_reason}")
     if outcome.best:
         console.print(f"best: [bold]{outcome.best.candidate}[/] ({outcome.best.ms:.3f} ms); "
