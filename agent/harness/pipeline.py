@@ -348,7 +348,8 @@ def evaluate_many(reqs: list[EvalRequest]) -> list[EvalResult]:
     def shared(item: tuple[int, EvalRequest, Device, str, list[str]]) -> tuple[Reference, WorkerResult | None]:
         _, req, device, _, _ = item
         ref = reference(req.problem, device, req.seed, time_eager=device == "cpu")
-        return ref, (baseline(req.problem, device, req.cache_dir, req.seed) if req.time_it else None)
+        # Baselines are timed once per problem/size/GPU, not per round: their speed does not depend on the seed.
+        return ref, (baseline(req.problem, device, req.cache_dir) if req.time_it else None)
 
     def run(item: tuple[int, EvalRequest, Device, str, list[str]]) -> None:
         i, req, device, code, kernels = item
