@@ -31,6 +31,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run")
     p.add_argument("--root", type=Path, default=Path("."), metavar="DIR",
                    help="directory holding candidates/ and profiles/ (default: the current directory)")
+    where = p.add_mutually_exclusive_group()  # agent.scale: evaluate on several GPUs / a Ray cluster
+    where.add_argument("--gpus", metavar="all|0,1,...", help="one evaluation worker per GPU of this host")
+    where.add_argument("--cluster", metavar="ray://HOST:PORT|auto|local",
+                       help="evaluation workers as Ray actors, one per GPU of the cluster (pip install -e '.[ray]')")
     out = p.add_mutually_exclusive_group()
     out.add_argument("--quiet", action="store_true", help="print only the final summary")
     out.add_argument("--json", action="store_true", help="JSON lines of events, then a JSON summary")
@@ -41,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from agent import loop, wiring
     from agent.catalog import resolve_gpu
     from agent.harness import default_device
+    from agent.scale import cluster_device as scale_device, plan as scale_plan, scaled_parts
     from agent.problems import load_problem
     from agent.schema import RunConfig
     from agent.stages import get_stage
@@ -52,34 +57,48 @@ def run(args: argparse.Namespace) -> int:
     store = Store(args.root)
     if args.resume:
         run_id = store.resolve_run(args.resume)
-        config = store.reopen_run(run_id).config
+        record = store.get_run(run_id)
+        if record.status == "running":  # its process is alive: two loops must not write one run
+            raise UserError(f"run {run_id} is still running (pid {record.pid} on {record.host})",
+                            "stop it first, or wait for it to finish")
+        config = record.config
     else:
         if args.stage != "auto":
             get_stage(args.stage)  # unknown stage: one line naming the choices
         problem = load_problem(args.problem)
-        device = args.device or default_device()
-        if device == "cuda" and default_device() != "cuda":
+        device = args.device or (scale_device(args.cluster) if args.cluster else default_device())
+        if device == "cuda" and not args.cluster and default_device() != "cuda":
             raise UserError("--device cuda but no CUDA GPU is visible", "use --device cpu for CPU mode")
         config = RunConfig(problem=args.problem, stage=args.stage, gpu=args.gpu, iterations=args.iterations,
                            samples=args.samples, llm=args.llm or wiring.default_llm(), model=args.model,
                            budget_usd=args.budget_usd, device=device, patience=args.patience,
                            timeout_s=args.timeout, seed=args.seed, root=args.root)
         run_id = None
+    wiring.check_llm(config.llm, store)  # a bad --llm is one line, before any other output
     problem = load_problem(config.problem)
     gpu = resolve_gpu(config.gpu)
+    scaled = scale_plan(args.gpus, args.cluster, config.device) if args.gpus or args.cluster else None
+    # The proposer is built before the run is created or reopened: a missing key leaves no empty run behind.
+    calls = wiring.CallLog(store, run_id)
+    proposer = wiring.build_proposer(config, problem, gpu, store, calls, resumed=run_id)
     mode = "quiet" if args.quiet else "json" if args.json else "auto"
 
     with LiveProgress(mode, total_iterations=config.iterations) as progress:
         if run_id is None:
             run_id = store.create_run(config, gpu=gpu.name, device=config.device)
-        proposer = wiring.build_proposer(config, problem, gpu, store, run_id)
+        else:
+            store.reopen_run(run_id)
+        calls.run_id = run_id
         if config.llm == "offline" and args.llm is None and not args.resume:
             progress.message("no OPENAI_API_KEY: using the embedded offline proposer (no LLM)")
         progress.message(f"run {run_id}: {problem.name} on {config.device} (target {gpu.name}), stage {config.stage}, "
                          f"{config.iterations} iterations × {config.samples} samples, proposer {proposer.name}")
-        evaluator = wiring.HarnessEvaluator(problem, config.device, config.timeout_s,
-                                            cache_dir=store.root / "candidates" / ".cache", seed=config.seed)
-        profiler = wiring.NcuProfiler(problem, store, run_id, config.device, on_error=progress.message)
+        if scaled:
+            evaluator, profiler = scaled_parts(scaled, problem, config, store, run_id, progress)
+        else:
+            evaluator = wiring.HarnessEvaluator(problem, config.device, config.timeout_s,
+                                                cache_dir=store.root / "candidates" / ".cache", seed=config.seed)
+            profiler = wiring.NcuProfiler(problem, store, run_id, config.device, on_error=progress.message)
         try:
             outcome = loop.run(config, run_id, problem=problem, gpu=gpu, proposer=proposer, evaluator=evaluator,
                                profiler=profiler, store=store, progress=progress)
@@ -93,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
             close = getattr(proposer, "close", None)
             if close:
                 close()
+            if scaled:
+                evaluator.close()
 
     top = store.leaderboard(run=run_id, limit=5)
     if args.json:
@@ -107,6 +128,8 @@ def run(args: argparse.Namespace) -> int:
     if top:
         console.print(leaderboard_fitting(top, console, title="Top candidates"))
     console.print(f"stopped: {outcome.stop_reason}")
+    if scaled:
+        console.print(evaluator.summary())
     if outcome.best:
         console.print(f"best: [bold]{outcome.best.candidate}[/] ({outcome.best.ms:.3f} ms); "
                       f"export with: agent export {outcome.best.candidate} -o kernel.py")

@@ -154,6 +154,8 @@ def worker_env(device: Device) -> dict[str, str]:
     env = {"PYTHONPATH": os.pathsep.join(paths), "PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
     if device == "cpu":
         env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"})
+    if os.environ.get("AGENT_GPU_LOCK"):  # set by agent.scale's workers: GPUs shared by several (gpulock.py)
+        env["AGENT_GPU_LOCK"] = os.environ["AGENT_GPU_LOCK"]
     return env
 
 

@@ -175,6 +175,33 @@ def _write(result: WorkerResult, job: WorkerJob) -> None:
     os.replace(tmp, job.result_path)
 
 
+GPU_WAIT = "waiting for the GPU"  # the phase while blocked on the lock: a timeout there is not the candidate's
+
+
+def _gpu(mode: str, result: WorkerResult | None = None, job: WorkerJob | None = None) -> None:
+    """Take this GPU's lock (agent.harness.gpulock) when AGENT_GPU_LOCK names one: shared for GPU work, exclusive
+    for timing and profiling; the lock dies with the process. Unset (one evaluation at a time): nothing to do.
+    With a result, the wait is recorded as its phase, so that a kill while waiting says so."""
+    global _LOCK
+    if _LOCK is None:
+        from agent.harness.gpulock import GpuLock
+
+        _LOCK = GpuLock.from_env() or False
+    if not _LOCK:
+        return
+    phase = result.phase if result is not None else ""
+    if result is not None and job is not None:
+        result.phase = GPU_WAIT
+        _write(result, job)
+    _LOCK.exclusive() if mode == "exclusive" else _LOCK.shared()
+    if result is not None and job is not None:
+        result.phase = phase
+        _write(result, job)  # a later kill must not read as a kill while waiting
+
+
+_LOCK: Any = None
+
+
 def _modules(job: WorkerJob) -> list[ModuleType]:
     from agent.problems import load_module
 
@@ -190,6 +217,7 @@ def _reference(job: WorkerJob, result: WorkerResult) -> None:
     from agent.harness.validate import rel_error
 
     result.phase = "reference"
+    _gpu("shared", result, job)
     truths: list[list[Any]] = []
     first_inputs = None
     first_model = None
@@ -237,6 +265,7 @@ def _evaluate(job: WorkerJob, result: WorkerResult) -> None:
     if job.device == "cpu":
         passes.install()
     result.phase = "build"
+    _gpu("shared", result, job)  # everything before (interpreter, torch, triton imports) overlaps other candidates' timing
     modules = _modules(job)
     # The problem's Models are built before any candidate code runs.
     refs = [build(m, m.Model, job.seed, job.device) for m in modules]
@@ -301,6 +330,7 @@ def _evaluate(job: WorkerJob, result: WorkerResult) -> None:
 
     if job.time_it and timed is not None:
         result.phase = "timing"
+        _gpu("exclusive", result, job)
         _write(result, job)  # validation outputs are safe even if timing crashes or hangs
         model, inputs = timed
         try:
@@ -323,6 +353,7 @@ def _baseline(job: WorkerJob, result: WorkerResult) -> None:
     from agent.harness.timing import bench_cpu, bench_gpu
 
     result.phase = "baseline"
+    _gpu("exclusive", result, job)
     result.torch_version = torch.__version__
     module = _modules(job)[0]
     model = build(module, module.Model, job.seed, job.device)
@@ -347,6 +378,7 @@ def _profile(job: WorkerJob) -> int:
     try:
         import torch
 
+        _gpu("exclusive")
         if job.device == "cpu":
             _AutotunePasses().install()
         module = _modules(job)[0]
