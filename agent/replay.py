@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from agent.catalog import resolve_gpu
-from agent.loop import best_from_store, iteration_prompt
+from agent.loop import best_from_store, iteration_prompt, round_results
 from agent.problems import load_problem
 from agent.stages import get_stage
 
@@ -29,15 +29,12 @@ def rerender_run(store, run_id: str) -> list[ReplayedIteration]:
     run = store.get_run(run_id)
     problem = load_problem(run.config.problem)
     gpu = resolve_gpu(run.gpu)
-    by_iteration: dict[int, list] = {}
-    for c in store.candidates(run_id):
-        by_iteration.setdefault(c.iteration, []).append(c)
     out = []
     for it in store.iterations(run_id):
         if not it.prompt:
             continue
-        previous = sorted(by_iteration.get(it.iteration - 1, []), key=lambda c: c.index)
-        last_results = [c.result for c in previous] if it.iteration > 1 else []
+        # the previous iteration's latest attempt: an attempt cut short by a kill was never anyone's feedback
+        last_results = round_results(store, run_id, it.iteration - 1) if it.iteration > 1 else []
         prompt = iteration_prompt(get_stage(it.stage), gpu, problem, best_from_store(store, it.best_before),
                                   last_results)
         out.append(ReplayedIteration(iteration=it.iteration, stage=it.stage, reason=it.reason,

@@ -64,30 +64,68 @@ class NcuProfiler:
             return None
 
 
-def build_proposer(config: RunConfig, problem: ProblemSpec, gpu: GPUSpec, store, run_id: str):
-    """The proposer named by config.llm: openai | offline | replay:RUN_ID."""
+class CallLog:
+    """The OpenAI proposer's on_call: saves every HTTP exchange with its run.
+
+    Built before the run exists (a bad --llm or a missing key must not leave an empty run behind); `run_id` is set
+    once it does. The exchange belongs to the iteration the loop has just begun (recorded before it proposes).
+    """
+
+    def __init__(self, store, run_id: str | None = None) -> None:
+        self.store, self.run_id = store, run_id
+
+    def __call__(self, request: dict, raw: str) -> None:
+        if self.run_id is None:
+            raise RuntimeError("an LLM call before its run was created")
+        iteration = max((it.iteration for it in self.store.iterations(self.run_id)), default=0)
+        self.store.record_call(self.run_id, iteration, request, raw, None)
+
+
+LLM_CHOICES = "openai, offline, replay:RUN_ID"
+
+
+def check_llm(llm: str, store) -> str | None:
+    """Reject a bad --llm in one line before anything is recorded; returns a replay's source run id."""
+    if llm in ("openai", "offline"):
+        return None
+    if llm.startswith("replay:"):
+        source = store.resolve_run(llm.split(":", 1)[1])
+        if not store.answers(source):
+            raise UserError(f"run {source} recorded no answers to replay")
+        return source
+    raise UserError(f"unknown --llm {llm!r}; choose from: {LLM_CHOICES}")
+
+
+def build_proposer(config: RunConfig, problem: ProblemSpec, gpu: GPUSpec, store, calls: CallLog | None = None,
+                   resumed: str | None = None):
+    """The proposer named by config.llm: openai | offline | replay:RUN_ID.
+
+    `resumed`: the run being resumed, whose spending counts against --budget-usd and whose complete iterations
+    already consumed the first of a replay's answers.
+    """
     llm = config.llm
+    source = check_llm(llm, store)
     if llm == "offline":
         from agent.offline import OfflineProposer
 
         return OfflineProposer(problem, gpu)
-    if llm.startswith("replay:"):
+    if source is not None:
         from agent.llm import ReplayProposer
 
-        source = store.resolve_run(llm.split(":", 1)[1])
-        answers = store.answers(source)
-        if not answers:
-            raise UserError(f"run {source} recorded no answers to replay")
+        served = _answers_served(store, resumed) if resumed else 0
         # A replay spends nothing: the recorded usage stays with the run that paid for it.
-        return ReplayProposer([a.model_copy(update={"usage": Usage()}) for a in answers], name=f"replay:{source}")
-    if llm == "openai":
-        from agent.llm import Budget, OpenAIConfig, OpenAIProposer
+        answers = [a.model_copy(update={"usage": Usage()}) for a in store.answers(source)[served:]]
+        return ReplayProposer(answers, name=f"replay:{source}")
+    from agent.llm import Budget, OpenAIConfig, OpenAIProposer
 
-        def on_call(request: dict, raw: str) -> None:
-            # The exchange belongs to the iteration the loop has just begun (recorded before it proposes).
-            iteration = max((it.iteration for it in store.iterations(run_id)), default=0)
-            store.record_call(run_id, iteration, request, raw, None)
+    spent = store.get_run(resumed).usage.cost_usd if resumed else 0.0
+    return OpenAIProposer(OpenAIConfig(model=config.model), budget=Budget(limit_usd=config.budget_usd, spent_usd=spent),
+                          on_call=calls or CallLog(store, resumed))
 
-        return OpenAIProposer(OpenAIConfig(model=config.model), budget=Budget(limit_usd=config.budget_usd),
-                              on_call=on_call)
-    raise UserError(f"unknown --llm {llm!r}; choose from: openai, offline, replay:RUN_ID")
+
+def _answers_served(store, run_id: str) -> int:
+    """Answers the run's complete iterations recorded: where a resumed replay carries on."""
+    from agent.loop import round_results
+
+    last = store.resume_state(run_id).last_iteration
+    return sum(len(round_results(store, run_id, n)) for n in range(1, last + 1))

@@ -1,0 +1,509 @@
+"""The optimization loop (agent.loop) as a specification.
+
+Real parts where they are cheap: a real Store in tmp_path, the real ReplayProposer (and the real OpenAIProposer
+against the fake server for the budget), real prompts. The evaluator and profiler are test doubles of the loop's
+Evaluator/Profiler protocols: they answer each source with a result the test chose, so the loop's decisions (new
+best only beyond noise, patience, feedback, stage choice) are tested in milliseconds. One test runs the real harness
+in CPU mode for one iteration.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agent import loop
+from agent.catalog import find_gpu
+from agent.llm import Budget, OpenAIConfig, OpenAIProposer, ReplayProposer
+from agent.loop import MIN_GAIN, Best, choose_stage
+from agent.problems import load_problem
+from agent.replay import rerender_run
+from agent.schema import (
+    Answer,
+    Bottleneck,
+    Candidate,
+    EvalResult,
+    KernelProfile,
+    Profile,
+    RunConfig,
+    Stage,
+    Timing,
+    Usage,
+    Verdict,
+)
+from agent.stages import ladder
+from agent.store import Store
+from agent.wiring import CallLog, HarnessEvaluator, NcuProfiler, build_proposer
+from fake_openai import reply
+
+ANSWERS = Path(__file__).resolve().parent / "answers"
+FEEDBACK_HEADER = "[FEEDBACK FROM PREVIOUS ATTEMPTS]"
+
+
+# ---------------------------------------------------------------- test doubles of the loop's protocols
+
+
+def correct(ms: float, spread_pct: float = 0.5) -> EvalResult:
+    return EvalResult(verdict=Verdict.CORRECT, message="", timing=Timing(
+        candidate_ms=ms, candidate_spread_pct=spread_pct, eager_ms=20.0, speedup_vs_eager=20.0 / ms, repeats=50,
+        meaningful=True))
+
+
+def failed(verdict: Verdict, message: str) -> EvalResult:
+    return EvalResult(verdict=verdict, message=message)
+
+
+def answer(name: str) -> Answer:
+    """A proposal whose text names the result the TableEvaluator gives it (`# kernel: NAME`)."""
+    code = f"# kernel: {name}\nclass ModelNew:\n    pass\n"
+    return Answer(text=f"Try this.\n```python\n{code}```\n", model="hand-written",
+                  usage=Usage(prompt_tokens=100, completion_tokens=40, cost_usd=0.001))
+
+
+class TableEvaluator:
+    """Evaluator: a source's result is looked up by its `# kernel: NAME` marker; the starting kernel gets `start`."""
+
+    def __init__(self, results: dict[str, EvalResult], start: EvalResult | None = None) -> None:
+        self.results = results
+        self.start = start or correct(10.0)
+        self.rounds: list[tuple[str, list[str]]] = []
+
+    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
+        self.rounds.append((stage.name, list(sources)))
+        return [self._result(s) for s in sources]
+
+    def _result(self, source: str) -> EvalResult:
+        for line in source.splitlines():
+            if line.startswith("# kernel: "):
+                result = self.results[line.removeprefix("# kernel: ").strip()]
+                break
+        else:
+            result = self.start
+        code = source if result.verdict == Verdict.CORRECT else None
+        return result.model_copy(update={"code": code})
+
+
+class Killed(BaseException):
+    """What a SIGKILL looks like from inside: the loop stops wherever it is (not an Exception: nothing catches it)."""
+
+
+class KillingEvaluator(TableEvaluator):
+    def __init__(self, *args, kill_at_round: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.kill_at_round = kill_at_round
+
+    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
+        if len(self.rounds) + 1 == self.kill_at_round:
+            raise Killed()
+        return super().evaluate(sources, stage)
+
+
+def profile_of(kind: str | None, dram_pct: float = 30.0) -> Profile | None:
+    if kind is None:
+        return None
+    return Profile(gpu="4090", kernels={"gap_kernel": KernelProfile(name="gap_kernel", metrics={
+        "dram__throughput.avg.pct_of_peak_sustained_elapsed": dram_pct, "launch__grid_size": 32})},
+        bottleneck=Bottleneck(kind=kind, reason=f"{kind}: DRAM {dram_pct:.0f} %", figures={"dram_pct": dram_pct}))
+
+
+class FixedProfiler:
+    """Profiler: the same profile for every kernel; records which candidates it was asked to profile."""
+
+    def __init__(self, profile: Profile | None = None) -> None:
+        self.result = profile
+        self.calls: list[str] = []
+
+    def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
+        self.calls.append(candidate_id)
+        return self.result
+
+
+class RecordingProposer:
+    """A ReplayProposer that also keeps the prompts it was sent."""
+
+    def __init__(self, answers: list[Answer]) -> None:
+        self.inner = ReplayProposer(answers, name="replay:test")
+        self.name = self.inner.name
+        self.prompts: list[str] = []
+
+    def propose(self, prompt: str, k: int) -> list[Answer]:
+        self.prompts.append(prompt)
+        return self.inner.propose(prompt, k)
+
+
+class Events:
+    """Progress: every event the loop reports, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple] = []
+
+    def start_iteration(self, iteration: int, stage: str, reason: str) -> None:
+        self.events.append(("iteration", iteration, stage, reason))
+
+    def candidate_done(self, candidate: Candidate) -> None:
+        self.events.append(("candidate", candidate.id, str(candidate.result.verdict)))
+
+    def new_best(self, candidate: Candidate) -> None:
+        self.events.append(("best", candidate.id))
+
+    def usage(self, usage: Usage) -> None:
+        self.events.append(("usage", usage.cost_usd))
+
+    def message(self, text: str) -> None:
+        self.events.append(("message", text))
+
+    def bests(self) -> list[str]:
+        return [e[1] for e in self.events if e[0] == "best"]
+
+
+# ---------------------------------------------------------------- fixtures and helpers
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    with Store(tmp_path) as s:
+        yield s
+
+
+PROBLEM = load_problem("gap44")
+GPU = find_gpu("4090")
+
+
+def new_run(store: Store, **overrides) -> tuple[RunConfig, str]:
+    config = RunConfig(**{"device": "cpu", "llm": "replay:test", "iterations": 2, "samples": 2, "patience": 3,
+                          **overrides})
+    return config, store.create_run(config, gpu=GPU.name, device="cpu")
+
+
+def go(store: Store, config: RunConfig, run_id: str, proposer, evaluator, profiler=None, progress=None) -> loop.Outcome:
+    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, proposer=proposer, evaluator=evaluator,
+                       profiler=profiler or FixedProfiler(), store=store, progress=progress or Events())
+    assert outcome.run_id == run_id
+    return outcome
+
+
+def cid(run_id: str, iteration: int, index: int) -> str:
+    return f"{run_id}-i{iteration}-c{index}"
+
+
+# ---------------------------------------------------------------- iteration 0 and the current best
+
+
+def test_iteration_zero_evaluates_the_starting_kernel_and_makes_it_the_first_best(store):
+    config, run_id = new_run(store, iterations=0)
+    evaluator, profiler, events = TableEvaluator({}), FixedProfiler(profile_of("latency-bound")), Events()
+
+    outcome = go(store, config, run_id, RecordingProposer([]), evaluator, profiler, events)
+
+    assert evaluator.rounds == [("memory-fusion", [PROBLEM.start.read_text()])]
+    assert outcome.best is not None and outcome.best.candidate == cid(run_id, 0, 0)
+    assert outcome.best.profile is not None and outcome.best.profile.bottleneck.kind == "latency-bound"
+    assert profiler.calls == [cid(run_id, 0, 0)]
+    assert events.bests() == [cid(run_id, 0, 0)]
+    assert outcome.stop_reason == "completed 0 iterations" and outcome.iterations == 0
+    run = store.get_run(run_id)
+    assert run.best == cid(run_id, 0, 0) and run.status == "finished"
+    start = store.get_candidate(cid(run_id, 0, 0))
+    assert start.answer.model == "start" and start.result.verdict == Verdict.CORRECT
+    assert start.profile is not None  # the profile is recorded with the candidate
+    [it0] = store.iterations(run_id)
+    assert (it0.iteration, it0.reason, it0.prompt, it0.completed) == (0, "starting kernel", "", True)
+
+
+def test_a_new_best_must_beat_the_old_one_beyond_noise(store):
+    config, run_id = new_run(store, iterations=2, samples=2)
+    assert MIN_GAIN < 0.05
+    evaluator = TableEvaluator({
+        "within-min-gain": correct(10.0 * (1 - MIN_GAIN / 2), spread_pct=0.0),  # less than the floor: noise
+        "within-spreads": correct(9.5, spread_pct=30.0),  # 5 % faster, but its timing spreads over 30 %
+        "clearly-faster": correct(9.0, spread_pct=0.2),  # 10 % faster, tight spreads
+        "slower": correct(11.0),
+    }, start=correct(10.0, spread_pct=0.0))
+    proposer = RecordingProposer([answer("within-min-gain"), answer("within-spreads"),
+                                  answer("slower"), answer("clearly-faster")])
+    profiler, events = FixedProfiler(), Events()
+
+    outcome = go(store, config, run_id, proposer, evaluator, profiler, events)
+
+    assert outcome.best.candidate == cid(run_id, 2, 2) and outcome.best.ms == 9.0
+    assert events.bests() == [cid(run_id, 0, 0), cid(run_id, 2, 2)]
+    assert profiler.calls == [cid(run_id, 0, 0), cid(run_id, 2, 2)]  # only new bests are profiled
+    assert [it.best_before for it in store.iterations(run_id)] == [None, cid(run_id, 0, 0), cid(run_id, 0, 0)]
+    assert store.get_run(run_id).best == cid(run_id, 2, 2)
+
+
+def test_only_the_fastest_new_candidate_of_a_round_is_profiled(store):
+    config, run_id = new_run(store, iterations=1, samples=3)
+    evaluator = TableEvaluator({"fast": correct(8.0), "faster": correct(7.0), "wrong": failed(
+        Verdict.INCORRECT, "incorrect in 6 of 6 trials")})
+    profiler, events = FixedProfiler(profile_of("memory-bound", 85.0)), Events()
+
+    outcome = go(store, config, run_id, RecordingProposer([answer("fast"), answer("faster"), answer("wrong")]),
+                 evaluator, profiler, events)
+
+    assert profiler.calls == [cid(run_id, 0, 0), cid(run_id, 1, 2)]
+    assert events.bests() == [cid(run_id, 0, 0), cid(run_id, 1, 2)]
+    assert outcome.best.candidate == cid(run_id, 1, 2)
+    # every candidate is recorded, with its verdict, whether or not it became the best
+    assert [(c.id, c.result.verdict) for c in store.candidates(run_id)] == [
+        (cid(run_id, 0, 0), "correct"), (cid(run_id, 1, 1), "correct"), (cid(run_id, 1, 2), "correct"),
+        (cid(run_id, 1, 3), "incorrect")]
+    assert store.get_candidate(cid(run_id, 1, 2)).profile.bottleneck.kind == "memory-bound"
+
+
+def test_patience_stops_a_run_without_improvement(store):
+    config, run_id = new_run(store, iterations=5, samples=1, patience=2)
+    evaluator = TableEvaluator({"slower": correct(12.0)})
+
+    outcome = go(store, config, run_id, RecordingProposer([answer("slower")] * 5), evaluator)
+
+    assert outcome.stop_reason == "no improvement in 2 iterations (patience 2)"
+    assert outcome.iterations == 2 and len(evaluator.rounds) == 3  # the start, then two rounds
+    assert outcome.best.candidate == cid(run_id, 0, 0)
+    run = store.get_run(run_id)
+    assert (run.status, run.iterations, run.candidates) == ("finished", 2, 3)
+
+
+# ---------------------------------------------------------------- prompts and feedback
+
+
+def test_the_last_rounds_failures_are_the_next_prompts_feedback(store):
+    config, run_id = new_run(store, iterations=2, samples=3)
+    evaluator = TableEvaluator({
+        "wrong": failed(Verdict.INCORRECT, "incorrect in 6 of 6 trials; worst: size cpu\nTraceback details"),
+        "prose": failed(Verdict.NO_CODE, "no ```python code block found: answer with one block"),
+        "slower": correct(11.0),
+    })
+    proposer = RecordingProposer([answer("wrong"), answer("prose"), answer("slower")] * 2)
+
+    go(store, config, run_id, proposer, evaluator)
+
+    first, second = proposer.prompts
+    assert FEEDBACK_HEADER not in first  # nothing failed before iteration 1
+    feedback = second[second.index(FEEDBACK_HEADER):]
+    assert "- #1: incorrect" in feedback and "incorrect in 6 of 6 trials; worst: size cpu" in feedback
+    assert "Traceback details" not in feedback  # compact: the first line of each message
+    assert "- #2: no_code" in feedback and "no ```python code block found" in feedback
+    assert "#3" not in feedback  # correct candidates are not feedback
+    # the prompt the proposer got is the one recorded, and replaying the run re-renders it byte for byte
+    assert [it.prompt for it in store.iterations(run_id)][1:] == proposer.prompts
+    assert [r.matches for r in rerender_run(store, run_id)] == [True, True]
+
+
+def test_the_prompt_shows_the_current_best_and_its_metrics(store):
+    config, run_id = new_run(store, iterations=2, samples=1)
+    evaluator = TableEvaluator({"faster": correct(8.0), "slower": correct(12.0)})
+    profiler = FixedProfiler(profile_of("memory-bound", 61.5))
+    proposer = RecordingProposer([answer("faster"), answer("slower")])
+
+    go(store, config, run_id, proposer, evaluator, profiler)
+
+    assert "# kernel: faster" not in proposer.prompts[0]
+    assert PROBLEM.start.read_text().strip()[:200] in proposer.prompts[0]  # iteration 1 optimizes the start
+    assert "# kernel: faster" in proposer.prompts[1]  # iteration 2 optimizes iteration 1's new best
+    assert "61.5" in proposer.prompts[1]  # with its ncu metrics
+    assert all(r.matches for r in rerender_run(store, run_id))
+
+
+# ---------------------------------------------------------------- stopping on the proposer's errors
+
+
+def test_a_proposer_error_stops_the_run_cleanly_with_its_reason(store):
+    config, run_id = new_run(store, iterations=3, samples=2)
+    evaluator = TableEvaluator({"slower": correct(12.0)})
+
+    outcome = go(store, config, run_id, RecordingProposer([answer("slower")] * 2), evaluator)  # one round's worth
+
+    assert outcome.stop_reason.startswith("replay ran out of answers")
+    assert outcome.iterations == 1
+    run = store.get_run(run_id)
+    assert run.status == "finished" and run.candidates == 3  # nothing recorded is lost
+
+
+def test_the_budget_stops_the_run_before_a_call_would_exceed_it(store, fake_openai):
+    # gpt-4o: $2.50 per 1M prompt tokens; the server reports 200k prompt tokens: $0.50 spent by the first call.
+    fake_openai.script([reply((ANSWERS / "rowsum.md").read_text(),
+                              usage={"prompt_tokens": 200_000, "completion_tokens": 1_000})])
+    config, run_id = new_run(store, iterations=3, samples=1, llm="openai", model="gpt-4o", budget_usd=0.55)
+    proposer = OpenAIProposer(OpenAIConfig(model="gpt-4o", base_url=fake_openai.base_url, api_key="sk-test"),
+                              budget=Budget(limit_usd=config.budget_usd), on_call=CallLog(store, run_id))
+    evaluator = TableEvaluator({}, start=correct(10.0))  # the answer has no marker: it gets the start's result too
+
+    outcome = go(store, config, run_id, proposer, evaluator)
+
+    assert len(fake_openai.requests) == 1  # the second call was never sent
+    assert outcome.stop_reason.startswith("budget $0.55 would be exceeded")
+    assert outcome.iterations == 1
+    assert outcome.usage.prompt_tokens == 200_000 and outcome.usage.cost_usd == pytest.approx(0.51)
+    assert store.get_run(run_id).usage == outcome.usage
+    [call] = store.calls(run_id)
+    assert call.iteration == 1 and call.request["model"] == "gpt-4o" and "choices" in call.response_raw
+
+
+# ---------------------------------------------------------------- --stage auto
+
+
+def iteration_stages(store: Store, run_id: str) -> list[tuple[int, str]]:
+    return [(it.iteration, it.stage) for it in store.iterations(run_id)]
+
+
+def test_auto_moves_from_a_latency_bound_kernel_to_parallelism(store):
+    config, run_id = new_run(store, stage="auto", iterations=2, samples=1, patience=1)
+    evaluator = TableEvaluator({"slower": correct(12.0)})
+
+    outcome = go(store, config, run_id, RecordingProposer([answer("slower")] * 2), evaluator,
+                 FixedProfiler(profile_of("latency-bound", 23.5)))
+
+    assert iteration_stages(store, run_id) == [(0, "memory-fusion"), (1, "memory-fusion"), (2, "parallelism")]
+    reason = store.iterations(run_id)[2].reason
+    assert reason.startswith("latency-bound (latency-bound: DRAM 24 %)") and "too few warps" in reason
+    assert outcome.iterations == 2
+
+
+def test_auto_goes_algebraic_when_a_memory_bound_kernel_is_near_peak_dram(store):
+    config, run_id = new_run(store, stage="auto", iterations=2, samples=1, patience=1)
+    evaluator = TableEvaluator({"slower": correct(12.0)})
+
+    go(store, config, run_id, RecordingProposer([answer("slower")] * 2), evaluator,
+       FixedProfiler(profile_of("memory-bound", 90.0)))
+
+    assert iteration_stages(store, run_id)[-1] == (2, "algebraic")
+    assert "DRAM at 90 % of peak: only moving fewer bytes helps" in store.iterations(run_id)[2].reason
+
+
+def test_auto_stays_on_a_stage_while_it_improves(store):
+    config, run_id = new_run(store, stage="auto", iterations=3, samples=1, patience=1)
+    evaluator = TableEvaluator({"a": correct(9.0), "b": correct(8.0), "c": correct(7.0)})
+
+    go(store, config, run_id, RecordingProposer([answer("a"), answer("b"), answer("c")]), evaluator,
+       FixedProfiler(profile_of("latency-bound")))
+
+    assert {stage for _, stage in iteration_stages(store, run_id)} == {"memory-fusion"}
+    assert store.iterations(run_id)[3].reason == "improving on memory-fusion"
+
+
+def test_auto_stops_when_the_stage_ladder_is_exhausted(store):
+    config, run_id = new_run(store, stage="auto", iterations=20, samples=1, patience=1)
+    evaluator = TableEvaluator({"slower": correct(12.0)})
+
+    outcome = go(store, config, run_id, RecordingProposer([answer("slower")] * 20), evaluator, FixedProfiler(None))
+
+    walked = [stage for i, stage in iteration_stages(store, run_id) if i >= 1]
+    assert walked == [s for s in ladder() if s != "correctness"]  # each stage once, in ladder order
+    assert outcome.stop_reason == "stage ladder exhausted (last: algebraic)"
+    assert outcome.iterations == len(walked)
+    assert all("no profile to classify" in it.reason for it in store.iterations(run_id)[2:])
+
+
+def best(kind: str | None, dram_pct: float = 30.0) -> Best:
+    return Best(candidate="c", code="", ms=1.0, spread_pct=1.0, profile=profile_of(kind, dram_pct))
+
+
+@pytest.mark.parametrize(("kind", "dram", "expected"), [
+    ("latency-bound", 23.5, "parallelism"),
+    ("launch-bound", 5.0, "tuning"),
+    ("memory-bound", 60.0, "memory-access"),
+    ("memory-bound", 92.0, "algebraic"),
+    ("compute-bound", 10.0, "algebraic"),
+])
+def test_choose_stage_follows_the_bottleneck_once_a_stage_stalls(kind, dram, expected):
+    chosen, reason = choose_stage("memory-fusion", {"memory-fusion"}, best(kind, dram), stale=2, patience=2)
+    assert chosen == expected and reason.startswith(kind)
+
+
+def test_choose_stage_without_a_correct_kernel_asks_for_correctness():
+    assert choose_stage("memory-fusion", set(), None, stale=0, patience=2) == ("correctness", "no correct kernel yet")
+
+
+def test_choose_stage_takes_the_next_open_stage_when_the_wanted_one_is_done():
+    chosen, reason = choose_stage("memory-access", {"memory-fusion", "parallelism", "memory-access"},
+                                  best("latency-bound"), stale=1, patience=1)
+    assert chosen == "tuning" and "but parallelism is done: next on the ladder" in reason
+
+
+def test_choose_stage_stops_when_every_stage_was_visited():
+    assert choose_stage("algebraic", set(ladder()), best("memory-bound"), stale=1, patience=1) == (
+        None, "stage ladder exhausted (last: algebraic)")
+
+
+# ---------------------------------------------------------------- resume
+
+
+def test_a_killed_run_resumes_with_the_same_prompt_and_loses_no_candidate(store):
+    results = {"wrong": failed(Verdict.INCORRECT, "incorrect in 6 of 6 trials"), "faster": correct(8.0),
+               "slower": correct(11.0)}
+    config, run_id = new_run(store, iterations=3, samples=2)
+    with pytest.raises(Killed):  # killed while evaluating iteration 2 (round 3: the start, 1, 2)
+        go(store, config, run_id, RecordingProposer([answer("wrong"), answer("faster")] * 3),
+           KillingEvaluator(results, kill_at_round=3))
+    before = {c.id: c for c in store.candidates(run_id)}
+    assert sorted(before) == sorted([cid(run_id, 0, 0), cid(run_id, 1, 1), cid(run_id, 1, 2)])
+    killed_prompt = json.loads((store.candidates_dir / run_id / "iterations" / "i0002-a1.json").read_text())["prompt"]
+
+    store.reopen_run(run_id)
+    proposer = RecordingProposer([answer("slower"), answer("wrong")] * 2)
+    outcome = go(store, config, run_id, proposer, TableEvaluator(results))
+
+    assert outcome.iterations == 3 and outcome.best.candidate == cid(run_id, 1, 2)
+    assert proposer.prompts[0] == killed_prompt  # same best, same feedback from iteration 1's failure
+    assert "incorrect in 6 of 6 trials" in killed_prompt
+    after = store.candidates(run_id)
+    ids = [c.id for c in after]
+    assert len(ids) == len(set(ids)) == 3 + 2 + 2
+    for c in after:  # what was recorded before the kill is still there, unchanged
+        if c.id in before:
+            assert c.model_dump() == before[c.id].model_dump()
+    assert f"{run_id}-i2a2-c1" in ids  # the interrupted iteration was redone as a second attempt
+    assert all(r.matches for r in rerender_run(store, run_id))
+    assert store.get_run(run_id).status == "finished"
+
+
+def test_a_resumed_run_keeps_its_spending_and_its_place_in_a_replay(store, monkeypatch):
+    results = {"wrong": failed(Verdict.INCORRECT, "incorrect"), "slower": correct(11.0)}
+    source_config, source = new_run(store, iterations=2, samples=2)
+    go(store, source_config, source, RecordingProposer([answer("wrong"), answer("slower"), answer("slower"),
+                                                        answer("wrong")]), TableEvaluator(results))
+    config, run_id = new_run(store, iterations=2, samples=2, llm=f"replay:{source}", budget_usd=5.0)
+    with pytest.raises(Killed):  # killed in iteration 2, after iteration 1 used the source's first two answers
+        go(store, config, run_id, build_proposer(config, PROBLEM, GPU, store),
+           KillingEvaluator(results, kill_at_round=3))
+    store.reopen_run(run_id)
+
+    replay = build_proposer(config, PROBLEM, GPU, store, resumed=run_id)
+    assert [a.text for a in replay.propose("", 2)] == [answer("slower").text, answer("wrong").text]
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    paid = build_proposer(config.model_copy(update={"llm": "openai"}), PROBLEM, GPU, store, resumed=source)
+    assert paid.budget.spent_usd == pytest.approx(store.get_run(source).usage.cost_usd) and paid.budget.spent_usd > 0
+    paid.close()
+
+
+# ---------------------------------------------------------------- the real harness
+
+
+@pytest.mark.slow
+def test_one_iteration_with_the_real_harness_in_cpu_mode(store, tmp_path):
+    config, run_id = new_run(store, iterations=1, samples=2)
+    answers = [Answer(text=(ANSWERS / name).read_text(), model="hand-written") for name in ("rowsum.md",
+                                                                                          "wrong_scale.md")]
+    # No starting kernel (the CLI tests evaluate gap44's): one harness worker fewer, and the first correct
+    # candidate becomes the first best.
+    problem = PROBLEM.model_copy(update={"start": None})
+    evaluator = HarnessEvaluator(problem, "cpu", timeout_s=120.0, cache_dir=tmp_path / "cache", seed=0)
+    profiler = NcuProfiler(problem, store, run_id, "cpu")  # CPU mode: no profile, and no error
+
+    outcome = loop.run(config, run_id, problem=problem, gpu=GPU, proposer=ReplayProposer(answers),
+                       evaluator=evaluator, profiler=profiler, store=store, progress=Events())
+
+    rowsum, wrong = store.candidates(run_id)
+    assert [c.result.verdict for c in (rowsum, wrong)] == ["correct", "incorrect"]
+    assert rowsum.code.startswith("import torch") and "gap_rowsum_kernel" in rowsum.code  # the extracted block
+    assert rowsum.result.timing is not None and rowsum.result.timing.meaningful is False
+    assert [c.passed for c in rowsum.result.checks] and all(c.passed for c in rowsum.result.checks)
+    assert "incorrect" in wrong.result.message
+    assert outcome.best.candidate == rowsum.id and outcome.iterations == 1
+    assert rowsum.profile is None and wrong.profile is None
+    [it1] = store.iterations(run_id)  # no iteration 0: there was nothing to start from
+    assert it1.iteration == 1 and it1.best_before is None and it1.prompt
