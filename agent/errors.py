@@ -15,6 +15,10 @@ class UserError(Exception):
         return f"{self.message} ({self.hint})" if self.hint else self.message
 
 
+class StopRun(UserError):
+    """A proposer's normal reason to end a run early (budget spent, replay exhausted): not a failure."""
+
+
 def unknown(kind: str, value: str, choices: list[str] | tuple[str, ...]) -> UserError:
     """'unknown stage 'x'; choose from: a, b, c' — the error every lookup by name raises."""
     return UserError(f"unknown {kind} {value!r}; choose from: {', '.join(choices)}")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from agent.errors import UserError
+from agent.errors import StopRun, UserError
 from agent.schema import Answer, Usage
 
 if TYPE_CHECKING:  # the SDK is imported lazily: `agent --help` must stay fast
@@ -84,7 +84,7 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-class BudgetExceeded(UserError):
+class BudgetExceeded(StopRun):
     """The next call could spend more than what is left of --budget-usd."""
 
 
@@ -428,7 +428,7 @@ class ReplayProposer:
         if k < 1:
             raise ValueError(f"k must be at least 1, not {k}")
         if self.remaining == 0:
-            raise UserError(
+            raise StopRun(
                 f"replay ran out of answers: the recorded run has {len(self._answers)}, all served",
                 hint="replay with no more --iterations and the same --samples as the recorded run",
             )

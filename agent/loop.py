@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.errors import UserError
+from agent.errors import StopRun, UserError
 from agent.prompts import PromptInput, render
 from agent.schema import (
     Answer,
@@ -78,6 +78,7 @@ class Outcome(BaseModel):
     run_id: str
     best: Best | None
     stop_reason: str
+    error: str | None = None  # set when the run ended on a failure (e.g. the LLM endpoint), not a limit
     iterations: int
     usage: Usage
 
@@ -93,7 +94,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
     last_results = round_results(store, run_id, state.last_iteration) if state.last_iteration >= 1 else []
     stale = 0
     visited = {it.stage for it in store.iterations(run_id)}
-    stop = f"completed {config.iterations} iterations"
+    stop, error = f"completed {config.iterations} iterations", None
 
     if state.last_iteration < 0:  # iteration 0: the starting kernel is the first current best
         stage = get_stage(stage_name)
@@ -128,8 +129,11 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             proposer.observe(stage.name, best.code if best else "", best.profile if best else None, last_results)
         try:
             answers = proposer.propose(prompt, config.samples)
-        except UserError as e:  # budget exhausted, replay ran out, server gone: stop cleanly, keep what we have
+        except StopRun as e:  # budget spent, replay exhausted: a normal end
             stop = e.message
+            break
+        except UserError as e:  # bad key, server gone: stop cleanly, keep what we have, and say it failed
+            stop, error = e.message, e.message
             break
         for a in answers:
             usage = usage + a.usage
@@ -150,8 +154,8 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             stop = f"no improvement in {stale} iterations (patience {config.patience})"
             break
 
-    store.finish_run(run_id, "finished")
-    return Outcome(run_id=run_id, best=best, stop_reason=stop, iterations=done, usage=usage)
+    store.finish_run(run_id, "failed" if error else "finished")
+    return Outcome(run_id=run_id, best=best, stop_reason=stop, error=error, iterations=done, usage=usage)
 
 
 # ---------------------------------------------------------------- decisions
@@ -184,7 +188,7 @@ def choose_stage(current: str, visited: set[str], best: Best | None, stale: int,
         wanted, why = "algebraic", f"DRAM at {b.figures['dram_pct']:.0f} % of peak: only moving fewer bytes helps"
     if wanted not in open_stages:
         wanted, why = open_stages[0], f"{why}, but {wanted} is done: next on the ladder"
-    return wanted, f"{b.kind} ({b.reason}): {why}"
+    return wanted, f"{b.reason}: {why}"  # the reason starts with the kind and its figures
 
 
 def _first_stage(config: RunConfig) -> str:

@@ -180,7 +180,7 @@ def profile_summary(prof) -> dict[str, Any] | None:
         "gap_us": sum(dur) / 1e3 if any(dur) else None,
         "longest": longest.name, "longest_us": float(longest.metrics.get(S.DURATION, 0.0)) / 1e3 or None,
         "gap_dram_pct": longest.metrics.get(S.DRAM), "grid": longest.metrics.get(S.GRID),
-        "bottleneck": f"{prof.bottleneck.kind}: {prof.bottleneck.reason}" if prof.bottleneck else None,
+        "bottleneck": prof.bottleneck.reason if prof.bottleneck else None,
         "metric_set": prof.metric_set, "wall_s": prof.wall_s, "gpu": prof.gpu,
         "metrics": {k.name: dict(k.metrics) for k in ks},
     }

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from agent.store import Store
-from fake_openai import FakeOpenAI, reply, slow
+from fake_openai import FakeOpenAI, reply, slow, unauthorized
 
 REPO = Path(__file__).resolve().parent.parent
 ANSWERS = Path(__file__).resolve().parent / "answers"
@@ -257,6 +257,18 @@ def test_openai_without_a_key_is_one_line_and_records_nothing(tmp_path):
     p = agent("run", *CPU, "--llm", "openai", "--root", tmp_path, timeout=60)
     assert p.returncode == 2 and "OPENAI_API_KEY" in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert not [d for d in (tmp_path / "candidates").glob("*") if d.is_dir()]
+
+
+def test_an_llm_failure_mid_run_ends_it_as_failed_with_one_line_and_exit_2(fake_openai, tmp_path):
+    # conv3d_gap has no starting kernel: the first thing the run does is ask the LLM, which refuses the key.
+    fake_openai.script([unauthorized()])
+    p = agent("run", *CPU, "--problem", "conv3d_gap", "--llm", "openai", "--iterations", 2, "--root", tmp_path,
+              server=fake_openai, timeout=120)
+    assert p.returncode == 2, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "stopped early" in lines[0] and "OPENAI_API_KEY" in lines[0] and "--resume" in lines[0]
+    [run] = Store(tmp_path).list_runs()
+    assert run.status == "failed"
 
 
 # ---------------------------------------------------------------- the offline proposer

@@ -358,7 +358,7 @@ def test_auto_moves_from_a_latency_bound_kernel_to_parallelism(store):
 
     assert iteration_stages(store, run_id) == [(0, "memory-fusion"), (1, "memory-fusion"), (2, "parallelism")]
     reason = store.iterations(run_id)[2].reason
-    assert reason.startswith("latency-bound (latency-bound: DRAM 24 %)") and "too few warps" in reason
+    assert reason.startswith("latency-bound: DRAM 24 %: ") and "too few warps" in reason
     assert outcome.iterations == 2
 
 

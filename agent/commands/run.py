@@ -119,8 +119,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"run": run_id, "stop_reason": outcome.stop_reason, "iterations": outcome.iterations,
                           "best": outcome.best.candidate if outcome.best else None,
-                          "usage": outcome.usage.model_dump(), "leaderboard": [r.model_dump(mode="json") for r in top]}))
-        return 0
+                          "error": outcome.error, "usage": outcome.usage.model_dump(),
+                          "leaderboard": [r.model_dump(mode="json") for r in top]}))
+        return _failed(run_id, outcome.error)
     from rich.console import Console
 
     console = Console()
@@ -133,6 +134,13 @@ def run(args: argparse.Namespace) -> int:
     if outcome.best:
         console.print(f"best: [bold]{outcome.best.candidate}[/] ({outcome.best.ms:.3f} ms); "
                       f"export with: agent export {outcome.best.candidate} -o kernel.py")
+    return _failed(run_id, outcome.error)
+
+
+def _failed(run_id: str, error: str | None) -> int:
+    """A run that ended on a failure (not a limit) exits non-zero, after everything it finished is shown."""
+    if error:
+        raise UserError(f"run {run_id} stopped early: {error}", f"fix it, then: agent run --resume {run_id}")
     return 0
 
 
