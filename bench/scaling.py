@@ -126,6 +126,9 @@ def main() -> int:
     except ImportError:
         print("ray is not importable: the Ray layout is skipped", flush=True)
 
+    only = os.environ.get("SCALING_ONLY")  # e.g. "x 2": only the layouts whose name contains it
+    if only:
+        layouts = [(n, m) for n, m in layouts if any(part.strip() in n for part in only.split(","))]
     rows, skipped = [], []
     for name, make in layouts:
         spent = time.monotonic() - began

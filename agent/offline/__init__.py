@@ -1,0 +1,195 @@
+"""The offline proposer: deterministic, no network, no LLM. It reads the ncu metrics of the current best and
+rewrites the kernel from templates (agent/data/kernels/*.py.j2).
+
+It knows one problem family well: a PyTorch op producing an N, C, spatial tensor (a convolution, ...), then
+elementwise ops (scale, bias, activations) and a global average pool over the spatial dims: `gap44` and its
+kin. `recognise()` reads the problem's Model with torch.fx (traced on the meta device at the timed size) into
+a `Plan`; `render()` writes one `Variant` of it as a complete KernelBench-style ModelNew file:
+
+- `row`: one program per (n, c) row; rows are contiguous, so flat 1D offsets (no div/mod) vectorise;
+- `split` / `atomic`: S programs per row (partial sums + a tiny combine kernel, or tl.atomic_add into a zeroed
+  fp32 output), for when N*C is small against the SM count;
+- `persistent`: a grid of a few programs per SM looping over the rows;
+- `algebraic` (the `algebraic` stage, ConvTranspose2d only): the spatial mean of a transposed convolution's
+  output in closed form from window sums of its input, so the conv output is never written or read.
+
+What to try first follows the metrics (a grid small against the SM count or few warps active: more
+programs; DRAM near peak: meta-parameter search around the current best); every answer's first line says
+what changed and which figures led to it. State lives in the instance: no variant is proposed twice in a run,
+and the same observations give the same proposals.
+
+Modules, one job each:
+    models     Plan (what the problem computes), Variant (one point of the search), Unsupported
+    ops        the op vocabulary (agent/data/kernels/ops.toml) and its lookup tables
+    recognise  recognise(): the problem's Model, traced with torch.fx, into a Plan
+    planner    the metrics that steer the search (Reading), the search space and its walks
+    render     render(): one Variant of a Plan as a ModelNew file, from agent/data/kernels/*.py.j2
+    __init__   OfflineProposer, which ranks the variants and keeps the run's state
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from agent.offline.models import Family, Op, Operand, Plan, Unsupported, Variant
+from agent.offline.ops import _ops
+from agent.offline.planner import (
+    ANCHORS, DRAM, DURATION, GRID, LOW_WARPS_PCT, NEAR_PEAK_DRAM_PCT, SM, SMALL_GRID_WAVES, SPACE,
+    SPLIT_PROGRAMS_PER_SM, WARPS, Reading, _around, _change, _interleave, _pow2_at_least,
+)
+from agent.offline.recognise import recognise
+from agent.offline.render import TEMPLATES, render
+from agent.schema import Answer, EvalResult, GPUSpec, Profile, ProblemSpec, Usage, Verdict
+
+__all__ = [
+    "ANCHORS", "DRAM", "DURATION", "GRID", "LOW_WARPS_PCT", "MODEL", "NEAR_PEAK_DRAM_PCT", "SM", "SMALL_GRID_WAVES",
+    "SPACE", "SPLIT_PROGRAMS_PER_SM", "TEMPLATES", "WARPS", "Family", "OfflineProposer", "Op", "Operand", "Plan",
+    "Reading", "Unsupported", "Variant", "recognise", "render",
+]
+
+log = logging.getLogger(__name__)
+
+MODEL = "offline"
+
+
+# ---------------------------------------------------------------- the proposer
+
+
+class OfflineProposer:
+    """Deterministic, metric-driven proposals for the GAP family (see the module docstring)."""
+
+    name = "offline"
+
+    def __init__(self, problem: ProblemSpec, gpu: GPUSpec) -> None:
+        self.problem, self.gpu = problem, gpu
+        self._plan: Plan | None = None
+        self._unsupported: str | None = None
+        self._emitted: dict[tuple, str] = {}  # variant key -> code, in proposal order
+        self._by_code: dict[str, Variant] = {}
+        self._failed: dict[str, int] = {}  # family -> failed candidates
+        self._stage = "memory-fusion"
+        self._code = ""
+        self._profile: Profile | None = None
+
+    # -- the loop's side
+
+    def observe(self, stage: str, code: str, profile: Profile | None, results: list[EvalResult] | None) -> None:
+        """The current best (code and metrics) and the last iteration's results, before each propose()."""
+        self._stage, self._code, self._profile = stage, code or "", profile
+        for r in results or []:
+            v = self._by_code.get((r.code or "").strip())
+            if v is not None and r.verdict != Verdict.CORRECT:
+                self._failed[v.family] = self._failed.get(v.family, 0) + 1
+                log.info("offline: %s variant %s failed (%s)", v.family, v.params(), r.verdict)
+
+    def propose(self, prompt: str, k: int) -> list[Answer]:
+        """k new variants (fewer when the space is spent or the problem is not of a known family)."""
+        plan = self.plan()
+        if plan is None:
+            log.warning("offline proposer: %s", self._unsupported)
+            return []
+        answers = []
+        for variant, why in self.ranked(plan):
+            if len(answers) == k:
+                break
+            if variant.key in self._emitted:
+                continue
+            code = render(plan, variant, self.gpu)
+            self._emitted[variant.key] = code
+            self._by_code[code.strip()] = variant
+            answers.append(Answer(text=f"{why}\n\n```python\n{code}```\n", model=MODEL, usage=Usage()))
+        return answers
+
+    def plan(self) -> Plan | None:
+        if self._plan is None and self._unsupported is None:
+            try:
+                self._plan = recognise(self.problem)
+            except Unsupported as e:
+                self._unsupported = f"{self.problem.name} is not a family it can rewrite: {e}"
+        return self._plan
+
+    # -- choosing
+
+    def current(self) -> Variant | None:
+        """The current best, when it is one of ours."""
+        return self._by_code.get(self._code.strip())
+
+    def ranked(self, plan: Plan) -> list[tuple[Variant, str]]:
+        """Every variant in the order to try it now, each with its one-line reason."""
+        sms = self.gpu.sms
+        reading = Reading.of(self._profile)
+        figures = reading.figures(sms)
+        current = self.current()
+        out: list[tuple[Variant, str]] = []
+        # The closed form in its own stage, and in any later stage once it is the current best.
+        if plan.algebraic and (self._stage == "algebraic" or (current is not None and current.family == "algebraic")):
+            mb_in, mb_mid = plan.in_bytes / 1e6, plan.mid_bytes / 1e6
+            head = (f"{figures}: algebraic rewrite — the spatial mean of {plan.producer_kind}(x) is bias + "
+                    f"sum W·(window sums of x) / (Hout·Wout): read x once ({mb_in:.0f} MB) instead of writing and "
+                    f"reading the {mb_mid:.0f} MB conv output")
+            anchor = current if current is not None and current.family == "algebraic" else None
+            for v in _around("algebraic", anchor):
+                out.append((v, f"{head} ({v.params()})" if anchor is None else
+                            f"{figures}: tune the algebraic rewrite around the current best — {_change(anchor, v)}"))
+        out += self._gap_order(plan, reading, figures, current)
+        return out
+
+    def _gap_order(self, plan: Plan, reading: Reading, figures: str, current: Variant | None) -> list[tuple[Variant, str]]:
+        sms, rows = self.gpu.sms, plan.rows
+        small = reading.grid is not None and reading.grid < SMALL_GRID_WAVES * sms
+        starved = reading.warps_pct is not None and reading.warps_pct < LOW_WARPS_PCT
+        near_peak = reading.dram_pct is not None and reading.dram_pct >= NEAR_PEAK_DRAM_PCT
+        families = self._families(plan)
+        split_s = _pow2_at_least(math.ceil(SPLIT_PROGRAMS_PER_SM * sms / max(rows, 1)))
+
+        def reason(v: Variant) -> str:
+            if v.family == "row":
+                what = f"one program per (n, c) row ({rows} programs), flat contiguous loads, no div/mod"
+            elif v.family in ("split", "atomic"):
+                how = "partial sums + a combine kernel" if v.family == "split" else \
+                    "tl.atomic_add into a zeroed fp32 output (no tl.store)"
+                what = f"split each (n, c) row over {v.split} programs ({rows * v.split} programs), {how}"
+            elif v.family == "persistent":
+                what = f"persistent grid of {v.split}×{sms} SMs = {min(rows, v.split * sms)} programs looping over {rows} rows"
+            else:
+                what = v.family
+            return f"{figures}: {what} ({v.params()})"
+
+        tuning = near_peak or self._stage == "tuning" or not (small or starved)
+        if current is not None and current.family in families and tuning:
+            # Our own kernel, bandwidth-bound (or no profile): meta-parameter search around it, then other layouts.
+            why = "near DRAM peak" if near_peak else "tuning stage" if self._stage == "tuning" else "grid and warps fine"
+            order = [(v, f"{figures} ({why}): meta-parameter search around the current best — {_change(current, v)}")
+                     for v in _around(current.family, current)]
+            others = [f for f in families if f != current.family]
+            order += [(v, reason(v)) for v in self._spread([_around(f, None) for f in others], others)]
+            return order
+        # The seed (or a latency-bound kernel of ours): restructure for more programs in flight.
+        if rows >= SMALL_GRID_WAVES * sms:
+            primary = ["row", "split", "persistent", "atomic"]
+        else:
+            primary = ["split", "atomic", "persistent", "row"]
+        primary = sorted([f for f in primary if f in families], key=self._broken)
+        anchors = {f: Variant(family=f, **{**ANCHORS[f], **({"split": split_s} if f in ("split", "atomic") else {})})
+                   for f in primary}
+        lists = [_around(f, anchors[f]) for f in primary]
+        # the primary family gets two turns per round: the first batch already spans the layouts
+        return [(v, reason(v)) for v in self._spread(lists, primary, double_first=True)]
+
+    def _broken(self, family: str) -> bool:
+        """A family whose candidates failed twice (compile errors, wrong results) is tried only after the rest."""
+        return self._failed.get(family, 0) >= 2
+
+    def _spread(self, lists: list[list[Variant]], families: list[str], double_first: bool = False) -> list[Variant]:
+        """Round robin over the working families' lists, then the broken families' ones."""
+        ok = [lst for lst, f in zip(lists, families) if not self._broken(f)]
+        broken = [lst for lst, f in zip(lists, families) if self._broken(f)]
+        if double_first and ok:
+            ok = [ok[0], *ok[1:2], ok[0], *ok[2:]]
+        return _interleave(ok) + _interleave(broken)
+
+    def _families(self, plan: Plan) -> list[str]:
+        """The GAP families this plan allows (atomics only where the epilogue is a pure scale)."""
+        scale_only = all(op.operand is not None and _ops()["binary"][op.name]["scale"] for op in plan.post)
+        return ["row", "split", "persistent"] + (["atomic"] if scale_only else [])

@@ -1,0 +1,76 @@
+"""The offline proposer's vocabulary: what a recognised problem is (Plan) and one point of the search (Variant)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Family = Literal["row", "split", "atomic", "persistent", "algebraic"]
+
+
+class Unsupported(Exception):
+    """The problem is not of a family the offline proposer can rewrite (the message says where it stopped)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Operand(_Model):
+    """The other side of a binary op: a Python scalar, or a tensor with one value or one per channel."""
+
+    kind: Literal["scalar", "single", "channel"]
+    expr: str = Field(description="how ModelNew.forward names it: 'self.multiplier', 'self.bias', '0.5'")
+
+
+class Op(_Model):
+    name: str = Field(description="a key of ops.toml's [binary] or [unary]")
+    operand: int | None = Field(default=None, description="index into Plan.operands (binary ops)")
+
+
+class Plan(_Model):
+    """What the problem computes, in the terms the templates need."""
+
+    init_source: str = Field(description="Model.__init__ as ModelNew's (same signature, same parameters)")
+    producer: list[str] = Field(description="module attributes ModelNew.forward still calls in PyTorch, in order")
+    producer_kind: str
+    pre: list[Op] = Field(description="per-element ops before the reduction (up to the last non-affine one)")
+    post: list[Op] = Field(description="per-row ops after the mean (affine pre ops are moved here)")
+    operands: list[Operand]
+    tail: list[str] = Field(default_factory=list, description="PyTorch statements after the Triton part (x = ...)")
+    out_ones: int = Field(description="trailing size-1 dims of the output (N, C, 1, ...)")
+    batch: int
+    channels: int
+    length: int = Field(description="spatial elements per (n, c) row at the timed size")
+    in_bytes: int
+    mid_bytes: int = Field(description="bytes of the producer's output at the timed size")
+    algebraic: bool = Field(description="the closed-form rewrite applies (ConvTranspose2d, affine epilogue)")
+
+    @property
+    def rows(self) -> int:
+        return self.batch * self.channels
+
+
+class Variant(_Model):
+    """One point of the search: a template and its meta-parameters."""
+
+    family: Family
+    block: int = Field(description="elements per load (algebraic: input rows per tile)")
+    warps: int
+    stages: int
+    split: int = Field(default=1, description="split/atomic: programs per row; persistent: programs per SM; "
+                                              "algebraic: input columns per tile")
+
+    @property
+    def key(self) -> tuple:
+        return (self.family, self.block, self.warps, self.stages, self.split)
+
+    def params(self) -> str:
+        """'BLOCK 4096, 8 warps, 2 stages', with the family's own knob first."""
+        rest = f"{self.warps} warps, {self.stages} stage{'s' * (self.stages > 1)}"
+        if self.family == "algebraic":
+            return f"tile {self.block}x{self.split}, {rest}"
+        lead = {"split": f"{self.split} programs/row, ", "atomic": f"{self.split} programs/row, ",
+                "persistent": f"{self.split} programs/SM, "}.get(self.family, "")
+        return f"{lead}BLOCK {self.block}, {rest}"

@@ -1,0 +1,143 @@
+"""Variant planning from metrics: the ncu figures that steer the search, the thresholds they are read against,
+the meta-parameter space per family, and the walks through it (nearest the current best first, round robin over
+families). The order itself is chosen by OfflineProposer.ranked (agent/offline/__init__.py)."""
+
+from __future__ import annotations
+
+import math
+from itertools import product
+from typing import Any
+
+from agent.offline.models import Variant, _Model
+from agent.schema import Profile
+
+# ncu metric names read from the profile (the memory-fusion stage's set, plus duration when present).
+GRID = "launch__grid_size"
+WARPS = "sm__warps_active.avg.pct_of_peak_sustained_active"
+DRAM = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+SM = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+DURATION = "gpu__time_duration.sum"
+
+# Decision thresholds. A grid under SMALL_GRID_WAVES x the SM count leaves SMs idle or nearly so; under
+# LOW_WARPS_PCT of warp slots active there are too few loads in flight to hide DRAM latency (ncu's
+# classification uses the same 25 %); past NEAR_PEAK_DRAM_PCT a reduction is bandwidth-bound and only
+# meta-parameters are left to tune (memory-fusion's target is 90 %).
+SMALL_GRID_WAVES = 2
+LOW_WARPS_PCT = 25.0
+NEAR_PEAK_DRAM_PCT = 80.0
+# Split reductions aim for at least this many programs per SM.
+SPLIT_PROGRAMS_PER_SM = 4
+
+# The meta-parameter space per family, in search order (the first value of a list is not the default:
+# defaults are the ANCHORS below).
+SPACE: dict[str, dict[str, list[Any]]] = {
+    "row": {"block": [1024, 2048, 4096, 8192], "warps": [4, 8, 16], "stages": [1, 2, 3], "split": [1]},
+    "split": {"block": [1024, 2048, 4096], "warps": [4, 8], "stages": [1, 2], "split": [2, 4, 8, 16]},
+    "atomic": {"block": [1024, 2048, 4096], "warps": [4, 8], "stages": [1, 2], "split": [2, 4, 8, 16]},
+    "persistent": {"block": [2048, 4096, 8192], "warps": [4, 8, 16], "stages": [1, 2], "split": [1, 2, 4, 8]},
+    # algebraic: block = rows per tile (BH), split = columns per tile (BW)
+    "algebraic": {"block": [4, 8, 16, 32], "warps": [2, 4, 8], "stages": [1, 2], "split": [32, 64, 128]},
+}
+ANCHORS: dict[str, dict[str, int]] = {
+    "row": {"block": 2048, "warps": 4, "stages": 2, "split": 1},  # near the plain kernel that reached 91 % DRAM
+    "split": {"block": 2048, "warps": 4, "stages": 2, "split": 4},
+    "atomic": {"block": 2048, "warps": 4, "stages": 2, "split": 4},
+    "persistent": {"block": 4096, "warps": 8, "stages": 2, "split": 4},
+    "algebraic": {"block": 8, "warps": 4, "stages": 1, "split": 128},
+}
+
+
+class Reading(_Model):
+    """The figures of the current best's main kernel (the one with the most GPU time) that steer the search."""
+
+    kernel: str = ""
+    grid: float | None = None
+    warps_pct: float | None = None
+    dram_pct: float | None = None
+    sm_pct: float | None = None
+    duration_us: float | None = None
+
+    @classmethod
+    def of(cls, profile: Profile | None) -> Reading:
+        if profile is None or not profile.kernels:
+            return cls()
+        k = max(profile.kernels.values(), key=lambda k: float(k.metrics.get(DURATION, 0.0) or 0.0))
+        m = k.metrics
+        grid = m.get(GRID)
+        if grid is None and k.grid:
+            grid = math.prod(k.grid)
+        dur = m.get(DURATION)
+        return cls(kernel=k.name, grid=grid, warps_pct=m.get(WARPS), dram_pct=m.get(DRAM), sm_pct=m.get(SM),
+                   duration_us=dur / 1e3 if dur is not None else None)
+
+    def figures(self, sms: int) -> str:
+        """The metrics as the answer's first line cites them."""
+        parts = []
+        if self.grid is not None:
+            rel = "<" if self.grid < SMALL_GRID_WAVES * sms else ">="
+            parts.append(f"grid {self.grid:g} {rel} {SMALL_GRID_WAVES}×{sms} SMs")
+        if self.warps_pct is not None:
+            parts.append(f"warps active {self.warps_pct:.1f} %")
+        if self.dram_pct is not None:
+            parts.append(f"DRAM {self.dram_pct:.1f} %")
+        if self.duration_us is not None:
+            parts.append(f"{self.duration_us:.0f} µs")
+        return ", ".join(parts) if parts else "no ncu metrics yet"
+
+
+def _pow2_at_least(n: int, lo: int = 2, hi: int = 16) -> int:
+    p = lo
+    while p < n and p < hi:
+        p *= 2
+    return p
+
+
+def _around(family: str, anchor: Variant | None) -> list[Variant]:
+    """Every variant of a family, nearest the anchor first (index distance per meta-parameter; ties in a fixed
+    order), so the search walks outwards from the current best."""
+    space = SPACE[family]
+    a = anchor.model_dump() if anchor is not None else {"family": family, **ANCHORS[family]}
+    keys = ["block", "warps", "stages", "split"]
+
+    def pos(k: str, value: int) -> float:
+        vals = space[k]
+        return vals.index(value) if value in vals else min(range(len(vals)), key=lambda i: abs(vals[i] - value))
+
+    variants = [Variant(family=family, **dict(zip(keys, combo))) for combo in product(*(space[k] for k in keys))]
+
+    def dist(v: Variant) -> tuple:
+        d = [abs(pos(k, getattr(v, k)) - pos(k, a[k])) for k in keys]
+        # split before block before warps before stages: what moves the most bytes in flight first
+        return (sum(d), d[3] == 0, d[0] == 0, d[1] == 0, v.key)
+
+    return sorted(variants, key=dist)
+
+
+def _interleave(lists: list[list[Variant]]) -> list[Variant]:
+    """Round robin over the lists (a list named twice gets two turns per round), skipping repeats."""
+    seen: set[tuple] = set()
+    out: list[Variant] = []
+    iters = {id(lst): iter(lst) for lst in lists}
+    live = list(lists)
+    while live:
+        for lst in list(live):
+            v = next(iters[id(lst)], None)
+            while v is not None and v.key in seen:
+                v = next(iters[id(lst)], None)
+            if v is None:
+                live = [x for x in live if x is not lst]
+                continue
+            seen.add(v.key)
+            out.append(v)
+    return out
+
+
+def _change(old: Variant, new: Variant) -> str:
+    """'BLOCK 4096→8192 (8 warps, 2 stages)': what moved, then what stayed."""
+    names = {"block": "BLOCK" if new.family != "algebraic" else "tile rows",
+             "warps": "warps", "stages": "stages",
+             "split": {"split": "programs/row", "atomic": "programs/row", "persistent": "programs/SM",
+                       "algebraic": "tile cols", "row": "split"}[new.family]}
+    moved = [f"{names[k]} {getattr(old, k)}→{getattr(new, k)}" for k in ("split", "block", "warps", "stages")
+             if getattr(old, k) != getattr(new, k)]
+    return (", ".join(moved) or "same") + f" ({new.params()})"

@@ -1,0 +1,98 @@
+"""Rendering: one Variant of a Plan as a complete KernelBench-style ModelNew file, from the templates in
+agent/data/kernels/*.py.j2 (jinja2 is imported on first use)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from agent.offline.models import Op, Plan, Variant
+from agent.offline.ops import _ops
+from agent.schema import GPUSpec
+
+TEMPLATES = {
+    "row": "gap_row.py.j2",
+    "split": "gap_split.py.j2",
+    "atomic": "gap_split_atomic.py.j2",
+    "persistent": "gap_persistent.py.j2",
+    "algebraic": "convt2d_gap.py.j2",
+}
+
+
+def _kernel_ctx(plan: Plan, ops: list[Op], where: str, value: str) -> dict[str, Any]:
+    """Kernel parameters, operand loads and op lines for `ops` applied to `value` ('v' or 'r')."""
+    spec = _ops()
+    used = sorted({op.operand for op in ops if op.operand is not None})
+    params, loads, lines = [], [], []
+    for i in used:
+        o = plan.operands[i]
+        if o.kind == "scalar":
+            params.append(f"s{i}")
+        else:
+            params.append(f"p{i}_ptr")
+            index = {"c": f"p{i}_ptr + c", "co": f"p{i}_ptr + co, mask=co_m, other=0.0"}[where]
+            loads.append(f"o{i} = tl.load({f'p{i}_ptr' if o.kind == 'single' else index}).to(tl.float32)")
+    for op in ops:
+        if op.operand is None:
+            expr = spec["unary"][op.name]["expr"].format(x=value)
+        else:
+            name = f"s{op.operand}" if plan.operands[op.operand].kind == "scalar" else f"o{op.operand}"
+            expr = spec["binary"][op.name]["expr"].format(x=value, o=name)
+        lines.append(f"{value} = {expr}")
+    needs_c = where == "c" and any(plan.operands[i].kind == "channel" for i in used)
+    return {"params": "".join(f", {p}" for p in params), "loads": loads, "ops": lines, "needs_c": needs_c, "used": used}
+
+
+def _wrapper_args(plan: Plan, used: list[int]) -> str:
+    return "".join(f", float(s{i})" if plan.operands[i].kind == "scalar" else f", p{i}" for i in used)
+
+
+@functools.cache
+def _env():
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("agent", "data/kernels"), undefined=jinja2.StrictUndefined,
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+    )
+
+
+def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
+    """The complete ModelNew file for one variant."""
+    fam = variant.family
+    where = "co" if fam == "algebraic" else "c"  # per-channel operands: one value per row, or a vector over co
+    pre, post = _kernel_ctx(plan, plan.pre, where, "v"), _kernel_ctx(plan, plan.post, where, "r")
+    if fam == "split":  # the partial kernel applies the per-element ops, the combine kernel the per-row ones
+        k, k2 = {**pre, "pre": pre["ops"], "post": []}, {**post, "pre": [], "post": post["ops"]}
+    else:
+        both = _kernel_ctx(plan, plan.pre + plan.post, where, "v")
+        k = k2 = {**both, "pre": pre["ops"], "post": post["ops"]}
+    every = range(len(plan.operands))
+    w = {
+        "params": "".join(f", s{i}" if plan.operands[i].kind == "scalar" else f", p{i}" for i in every),
+        "prep": [f"p{i} = p{i}.reshape(-1).to(torch.float32).contiguous()"
+                 for i in every if plan.operands[i].kind != "scalar"],
+        "args": _wrapper_args(plan, k["used"]), "args2": _wrapper_args(plan, k2["used"]),
+        "shape": ("N, Cout" if fam == "algebraic" else "N, C") + ", 1" * plan.out_ones,
+        "doc": _wrapper_doc(plan, variant),
+    }
+    operand_exprs = "".join(f", {o.expr}" for o in plan.operands)
+    if fam == "algebraic":
+        call, producer = f"convt_gap(x, self.{plan.producer[0]}{operand_exprs})", []
+        doc = (f"{plan.producer_kind} -> epilogue -> global average pool, in closed form: window sums of the input "
+               "(Triton), contracted with the weight (Triton); the conv output is never materialised.")
+    else:
+        call, producer = f"gap(x{operand_exprs})", plan.producer
+        doc = f"{plan.producer_kind} (PyTorch) -> epilogue + global average pool fused in Triton ({fam} reduction)."
+    template = _env().get_template(TEMPLATES[fam])
+    return template.render(plan=plan, v=variant, k=k, k2=k2, w=w, gpu=gpu, doc=doc, call=call, producer=producer)
+
+
+def _wrapper_doc(plan: Plan, v: Variant) -> str:
+    return {
+        "row": "Mean over the spatial dims of x (N, C, ...), one program per (n, c) row, epilogue fused.",
+        "split": f"Mean over the spatial dims of x (N, C, ...): {v.split} programs per (n, c) row, then a combine kernel.",
+        "atomic": f"Mean over the spatial dims of x (N, C, ...): {v.split} programs per (n, c) row, tl.atomic_add.",
+        "persistent": f"Mean over the spatial dims of x (N, C, ...): a persistent grid of {v.split} programs per SM.",
+        "algebraic": f"Spatial mean of {plan.producer_kind}(x) with the epilogue, from window sums of x.",
+    }[v.family]

@@ -1,0 +1,129 @@
+"""The loop's parts over a WorkerPool: ScaleEvaluator (agent.loop.Evaluator) and ScaleProfiler (agent.loop.Profiler)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from agent.scale.pool import WorkerDied, WorkerPool
+from agent.scale.settings import scale_settings
+from agent.scale.worker import ProfileReply
+from agent.schema import EvalResult, Profile, ProblemSpec, Stage, Verdict
+
+log = logging.getLogger(__package__)  # "agent.scale", as before the split: log lines keep their name
+
+
+def round_seed(seed: int, round_: int) -> int:
+    """The seed of a round's trials: fresh inputs every round, one truth shared within it (as HarnessEvaluator)."""
+    return seed * 100_003 + round_
+
+
+class ScaleEvaluator:
+    """agent.loop.Evaluator over a WorkerPool; counts candidates per minute."""
+
+    def __init__(self, pool: WorkerPool, problem: ProblemSpec, device: str, timeout_s: float, cache_dir: Path | None,
+                 seed: int, on_round: Callable[[str], None] | None = None) -> None:
+        self.pool, self.problem, self.device, self.timeout_s = pool, problem, device, timeout_s
+        self.cache_dir, self.seed, self.on_round = cache_dir, seed, on_round or (lambda text: None)
+        self.round = 0
+        self.candidates = 0
+        self.busy_s = 0.0
+
+    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
+        from agent.harness import EvalRequest
+        from agent.harness.pipeline import HarnessError
+        from agent.harness.settings import settings
+
+        self.round += 1
+        reqs = [EvalRequest(source=s, problem=self.problem, stage=stage, device=self.device, timeout_s=self.timeout_s,
+                            cache_dir=self.cache_dir, seed=round_seed(self.seed, self.round)) for s in sources]
+        sb = settings().sandbox
+        deadline = 2 * self.timeout_s + sb.reference_timeout_s + sb.baseline_timeout_s + scale_settings().grace_s
+        source = self.problem.path.read_text()
+        start = time.monotonic()
+        answers = self.pool.map("evaluate", [(r, source) for r in reqs], deadline, retry=_only_waited)
+        wall = time.monotonic() - start
+        results: list[EvalResult] = []
+        for src, answer in zip(sources, answers):
+            if isinstance(answer, WorkerDied):
+                results.append(_lost(src, f"the evaluation worker died while evaluating it ({answer}); "
+                                          "the worker was replaced", self.device))
+            elif answer[0] == "harness_error":
+                raise HarnessError(answer[1])
+            elif answer[0] == "error":
+                results.append(_lost(src, f"harness error in the evaluation worker: {answer[1]}", self.device))
+            else:
+                results.append(answer[1])
+        self.candidates += len(sources)
+        self.busy_s += wall
+        self.on_round(f"{len(sources)} candidates in {wall:.1f} s on {self.pool.describe()}: "
+                      f"{_per_min(len(sources), wall):.1f} candidates/min (run: {self.rate():.1f}/min)")
+        return results
+
+    def rate(self) -> float:
+        """Candidates per minute of evaluation so far."""
+        return _per_min(self.candidates, self.busy_s)
+
+    def summary(self) -> str:
+        return (f"evaluated {self.candidates} candidates in {self.busy_s:.0f} s on {self.pool.describe()}: "
+                f"{self.rate():.1f} candidates/min")
+
+    def close(self) -> None:
+        self.pool.close()
+
+
+class ScaleProfiler:
+    """agent.loop.Profiler on the pool's first worker: the report comes back as bytes into the driver's store."""
+
+    def __init__(self, pool: WorkerPool, problem: ProblemSpec, store, run_id: str, device: str,
+                 metric_set: str = "stage", timeout_s: float = 600.0, on_error=None) -> None:
+        self.pool, self.problem, self.store, self.run_id, self.device = pool, problem, store, run_id, device
+        self.metric_set, self.timeout_s, self.on_error = metric_set, timeout_s, on_error or (lambda msg: None)
+
+    def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
+        if self.device != "cuda":
+            return None  # CPU mode: there is no GPU to count
+        from agent.profiler import ProfileRequest
+
+        out = self.store.profile_path(self.run_id, candidate_id)
+        req = ProfileRequest(code=code, problem=self.problem, stage=stage, metric_set=self.metric_set, out=out,
+                             timeout_s=self.timeout_s)
+        answer = self.pool.call("profile", (req, self.problem.path.read_text()),
+                                self.timeout_s + scale_settings().grace_s)
+        if isinstance(answer, WorkerDied):
+            why = f"the worker died ({answer})"
+        elif answer[0] != "ok":
+            why = answer[1]
+        elif answer[1].profile is None or answer[1].report is None:
+            why = answer[1].error + (f" ({answer[1].hint})" if answer[1].hint else "")
+        else:
+            reply: ProfileReply = answer[1]
+            out.write_bytes(reply.report or b"")
+            out.with_suffix(".json").write_text(reply.profile.model_dump_json(indent=2))
+            return reply.profile
+        log.warning("profiling %s failed: %s", candidate_id, why)
+        self.on_error(f"profiling {candidate_id} failed: {why}")
+        return None
+
+
+def _only_waited(answer: tuple[str, Any]) -> bool:
+    """A candidate killed while it waited for the GPU lock (another candidate hung on that GPU) deserves a rerun."""
+    from agent.harness.worker import GPU_WAIT
+
+    return answer[0] == "ok" and answer[1].verdict == Verdict.TIMEOUT and GPU_WAIT in answer[1].message
+
+
+def _lost(source: str, message: str, device: str) -> EvalResult:
+    from agent.harness import extract
+    from agent.harness.policy import kernel_names
+
+    code = extract.extract_code(source)
+    return EvalResult(verdict=Verdict.RUNTIME_ERROR, message=message, code=code,
+                      kernels=kernel_names(code) if code else [], device=device)
+
+
+def _per_min(n: int, seconds: float) -> float:
+    return 60.0 * n / seconds if seconds > 0 else 0.0
