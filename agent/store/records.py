@@ -1,0 +1,90 @@
+"""What the store hands out: a run, an iteration's attempt, an LLM exchange, where a run stopped, a leaderboard row."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import Field
+
+from agent.schema import Candidate, Model, RunConfig, Usage, Verdict
+
+RunStatus = Literal["running", "finished", "failed", "interrupted"]
+RUN_STATUSES: tuple[str, ...] = ("running", "finished", "failed", "interrupted")
+
+
+class RunRecord(Model):
+    """A run as stored in run.json, plus totals derived from its candidates and calls."""
+
+    id: str
+    config: RunConfig
+    gpu: str
+    device: str
+    status: RunStatus = "running"
+    started_at: datetime
+    finished_at: datetime | None = None
+    best: str | None = Field(default=None, description="candidate id of the current best")
+    pid: int | None = Field(default=None, description="process running it, to tell 'running' from 'interrupted'")
+    host: str | None = None
+    # derived (not stored in run.json): filled from the index by get_run/list_runs
+    usage: Usage = Field(default_factory=Usage)
+    iterations: int = Field(default=0, description="last complete iteration (0: only the starting kernel)")
+    candidates: int = 0
+
+
+class IterationRecord(Model):
+    """One attempt at an iteration: the rendered prompt and why this stage was chosen."""
+
+    run_id: str
+    iteration: int
+    attempt: int = 1
+    stage: str
+    prompt: str
+    reason: str
+    best_before: str | None = None
+    started_at: datetime
+    completed: bool = False
+
+
+class CallRecord(Model):
+    """One LLM HTTP exchange, exactly as sent and received."""
+
+    run_id: str
+    seq: int
+    iteration: int
+    request: dict[str, Any]
+    response_raw: str
+    usage: Usage | None = None
+    created_at: datetime
+
+
+class ResumeState(Model):
+    """Where a run stopped: what `--resume RUN_ID` needs to carry on."""
+
+    run_id: str
+    last_iteration: int = Field(default=-1, description="last complete iteration; -1 if not even iteration 0")
+    best: str | None = None
+    stage: str | None = Field(default=None, description="stage of the last complete iteration")
+    usage: Usage = Field(default_factory=Usage)
+    pending_iteration: int | None = Field(default=None, description="an iteration begun but not completed")
+    pending: list[Candidate] = Field(default_factory=list, description="candidates the pending iteration recorded")
+
+
+class LeaderRow(Model):
+    rank: int
+    candidate: str
+    run: str
+    problem: str
+    stage: str
+    iteration: int
+    verdict: Verdict
+    candidate_ms: float | None = None
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    speedup_vs_eager: float | None = None
+    speedup_vs_compile: float | None = None
+    dram_pct: float | None = None
+    tokens: int = 0
+    cost_usd: float = 0.0
+    meaningful: bool | None = Field(default=None, description="False for CPU-mode timings")
+    device: str | None = None
