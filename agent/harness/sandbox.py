@@ -67,17 +67,49 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in env.items() if not _SECRET.search(k) and not k.upper().startswith(_SECRET_PREFIXES)}
 
 
-# The script that runs inside the new namespaces: private /tmp, the workdir bound back, loopback up, exec.
-# `mount --bind .` with --no-canonicalize binds the shell's cwd (the real workdir) even after /tmp is covered.
+# The script that runs inside the new namespaces: a private /tmp, loopback up, exec. The new tmpfs is built aside
+# (at $W/.ns-tmp), the paths the command needs from the real /tmp (its workdir, and our package or a virtualenv
+# when they live under /tmp) are bound into it while still reachable, then it is moved over /tmp in one step.
 _NS_SCRIPT = r"""
 set -e
-W="$1"; SIZE="$2"; shift 2
-mount -t tmpfs -o "mode=1777,size=${SIZE}m" tmpfs /tmp
-case "$W" in /tmp/*) mkdir -p "$W"; mount --no-canonicalize --bind . "$W";; esac
+W="$1"; SIZE="$2"; KEEP="$3"; shift 3
+N="$W/.ns-tmp"
+mkdir -p "$N"
+mount -t tmpfs -o "mode=1777,size=${SIZE}m" tmpfs "$N"
+IFS=:
+for P in $KEEP; do
+  [ -n "$P" ] || continue
+  mkdir -p "$N${P#/tmp}"
+  mount --bind "$P" "$N${P#/tmp}"
+done
+unset IFS
+mount --move "$N" /tmp
 cd "$W"
 (ip link set lo up || true) >/dev/null 2>&1
 exec "$@"
 """
+
+
+def _under_tmp(path: Path) -> bool:
+    return path == Path("/tmp") or Path("/tmp") in path.parents
+
+
+def keep_paths(workdir: Path) -> list[str]:
+    """What must stay visible under the private /tmp: the workdir and, where they live in /tmp, our package,
+    the interpreter's prefix (a virtualenv) and every import path, outermost only."""
+    import sys
+
+    import agent
+
+    found = [workdir, Path(agent.__file__).resolve().parent.parent, Path(sys.prefix).resolve()]
+    found += [Path(p).resolve() for p in sys.path if p]
+    found += [Path(p).resolve() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    paths = sorted({p for p in found if _under_tmp(p) and p != Path("/tmp") and p.exists()}, key=lambda p: len(p.parts))
+    outer: list[Path] = []
+    for p in paths:
+        if not any(o in p.parents for o in outer):
+            outer.append(p)
+    return [str(p) for p in outer]
 
 
 @lru_cache(maxsize=1)
@@ -137,7 +169,7 @@ def run_sandboxed(
     cmd = [str(a) for a in argv]
     if flags:
         cmd = [shutil.which("unshare") or "unshare", *flags, "--", shutil.which("sh") or "sh", "-c", _NS_SCRIPT,
-               "sh", str(workdir), str(cfg.tmpfs_mb), *cmd]
+               "sh", str(workdir), str(cfg.tmpfs_mb), ":".join(keep_paths(workdir)), *cmd]
     prlimit = shutil.which("prlimit")
     if prlimit:
         cmd = [prlimit, *limits, "--", *cmd]
