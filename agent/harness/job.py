@@ -88,7 +88,8 @@ class WorkerResult(Model):
     compile_note: str = ""
     gpu: str = ""
     torch_version: str = ""
-    kernels_launched: list[str] = Field(default_factory=list)
+    kernels_launched: list[str] = Field(default_factory=list, description="candidate kernels forward launched")
+    kernels_tracked: list[str] = Field(default_factory=list, description="module-level kernels watched for launches")
 
 
 def write_job(workdir: Path, job: WorkerJob) -> Path:

@@ -290,6 +290,11 @@ def _judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref:
     if v is None:
         result.verdict, result.message = Verdict.RUNTIME_ERROR, "the candidate produced no outputs"
         return
+    if res.kernels_tracked and not res.kernels_launched:
+        result.verdict = Verdict.RULE_VIOLATION
+        result.message = (f"forward never launched the candidate's Triton kernels ({', '.join(res.kernels_tracked)}): "
+                          "the work must be done in Triton, not by PyTorch beside an unused kernel")
+        return
     result.verdict, result.message = Verdict.CORRECT, v.message
     if res.timing is not None:
         result.timing = _timing(res, ref, base, device)

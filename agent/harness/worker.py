@@ -60,6 +60,36 @@ class _AutotunePasses:
         Autotuner.run = run
 
 
+class _Launches:
+    """Records which of the candidate's module-level Triton kernels forward launches. A decoy kernel beside a
+    pure-PyTorch forward passes the static policy; it cannot pass this. Every launch path (fn[grid](...),
+    autotuners, heuristics) goes through the kernel object's run(), wrapped here on the instance."""
+
+    def __init__(self, module: ModuleType) -> None:
+        from triton.runtime.jit import KernelInterface
+
+        self.launched: set[str] = set()
+        self.tracked: list[str] = []
+        for value in list(vars(module).values()):
+            obj = value
+            while isinstance(obj, KernelInterface):  # autotune(heuristics(jit(f))): watch every layer
+                name = getattr(obj, "__name__", None) or getattr(getattr(obj, "fn", None), "__name__", None)
+                if name and "run" not in vars(obj):
+                    self._watch(obj, name)
+                obj = getattr(obj, "fn", None)
+
+    def _watch(self, kernel: Any, name: str) -> None:
+        original, launched = kernel.run, self.launched
+
+        def run(*args: Any, **kwargs: Any) -> Any:
+            launched.add(name)
+            return original(*args, **kwargs)
+
+        kernel.run = run
+        if name not in self.tracked:
+            self.tracked.append(name)
+
+
 # ---------------------------------------------------------------- shared helpers
 
 
@@ -279,6 +309,7 @@ def _evaluate(job: WorkerJob, result: WorkerResult) -> None:
     except BaseException as e:
         result.error = _error(e, "import", job)
         raise _Stop from None
+    launches = _Launches(cand)
 
     outputs: list[list[Any]] = []
     timed: tuple[Any, list[Any]] | None = None
@@ -320,6 +351,7 @@ def _evaluate(job: WorkerJob, result: WorkerResult) -> None:
     except BaseException as e:
         result.error = _error(e, phase, job)
     finally:
+        result.kernels_tracked, result.kernels_launched = launches.tracked, sorted(launches.launched)
         result.config_passes = max(1, p if result.error is None else p + 1)
         result.config_labels = [passes.labels[i] for i in sorted(passes.labels)]
         out_file = job.outputs_dir / "outputs.pt"
