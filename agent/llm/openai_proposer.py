@@ -1,30 +1,24 @@
-"""Proposers: where candidate kernels come from (an OpenAI-compatible server, or a recorded run).
+"""The OpenAI-compatible proposer: K samples per prompt through the `openai` SDK, priced, budgeted, logged.
 
-A proposer turns one prompt into K answers. `OpenAIProposer` asks any OpenAI-compatible chat
-completions server (OpenAI itself, vLLM, Ollama, LM Studio) through the `openai` SDK, whose own
-`max_retries`/`timeout` do the backoff on 429, 5xx and timeouts; it prices every call from
-`agent/data/prices.toml` and refuses a call that could overrun the budget. `ReplayProposer`
-serves the answers of an earlier run, in order, so a run reproduces with no network.
-The offline proposer lives in `agent.offline` and satisfies the same `Proposer` protocol.
+Any chat completions server works (OpenAI itself, vLLM, Ollama, LM Studio); the SDK's own
+`max_retries`/`timeout` do the backoff on 429, 5xx and timeouts. Every call is priced from
+`agent/data/prices.toml` and refused when it could overrun the budget.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import os
-import re
 import time
-import tomllib
-from collections.abc import Callable
-from functools import cache
-from importlib import resources
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from agent.errors import StopRun, UserError
+from agent.errors import UserError
+from agent.llm.base import OnCall
+from agent.llm.openai_errors import _one_line, user_error
+from agent.llm.pricing import Budget, Price, estimate_tokens, price_for
 from agent.schema import Answer, Usage
 
 if TYPE_CHECKING:  # the SDK is imported lazily: `agent --help` must stay fast
@@ -34,84 +28,6 @@ if TYPE_CHECKING:  # the SDK is imported lazily: `agent --help` must stay fast
 log = logging.getLogger(__name__)
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
-
-# Called once per HTTP exchange (failed ones included) with the request payload and the raw response body.
-OnCall = Callable[[dict[str, Any], str], None]
-
-
-@runtime_checkable
-class Proposer(Protocol):
-    name: str
-
-    def propose(self, prompt: str, k: int) -> list[Answer]: ...
-
-
-# ---------------------------------------------------------------- prices and budget
-
-
-class Price(BaseModel):
-    """USD per 1M tokens for one model; `reasoning` models take max_completion_tokens and no temperature."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    input: float = Field(ge=0, description="USD per 1M prompt tokens")
-    output: float = Field(ge=0, description="USD per 1M completion tokens")
-    reasoning: bool = False
-
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
-
-
-@cache
-def load_prices() -> dict[str, Price]:
-    """The price table shipped in agent/data/prices.toml, by model name."""
-    text = resources.files("agent").joinpath("data/prices.toml").read_text(encoding="utf-8")
-    return {name: Price.model_validate(entry) for name, entry in tomllib.loads(text)["models"].items()}
-
-
-# Dated snapshots: "gpt-4o-2024-08-06", "gpt-4-0613".
-_SNAPSHOT = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{4})$")
-
-
-def price_for(model: str) -> Price | None:
-    """The model's price: exact name first, then its name without a snapshot date; None if unknown."""
-    prices = load_prices()
-    return prices.get(model) or prices.get(_SNAPSHOT.sub("", model))
-
-
-def estimate_tokens(text: str) -> int:
-    """A cheap token count for budgeting: characters / 4, rounded up (no tokenizer dependency)."""
-    return math.ceil(len(text) / 4)
-
-
-class BudgetExceeded(StopRun):
-    """The next call could spend more than what is left of --budget-usd."""
-
-
-class Budget(BaseModel):
-    """Money left for LLM calls: check the worst case before a call, charge the real usage after it."""
-
-    limit_usd: float | None = Field(default=None, ge=0, description="None: no limit")
-    spent_usd: float = 0.0
-
-    @property
-    def remaining_usd(self) -> float | None:
-        return None if self.limit_usd is None else self.limit_usd - self.spent_usd
-
-    def check(self, estimate_usd: float) -> None:
-        """Raise BudgetExceeded if a call costing up to `estimate_usd` could overrun the limit."""
-        if self.limit_usd is not None and self.spent_usd + estimate_usd > self.limit_usd:
-            raise BudgetExceeded(
-                f"budget ${self.limit_usd:.2f} would be exceeded: ${self.spent_usd:.4f} spent, "
-                f"the next call could cost up to ${estimate_usd:.4f}",
-                hint="raise --budget-usd, or lower --samples or max_tokens",
-            )
-
-    def charge(self, usage: Usage) -> None:
-        self.spent_usd += usage.cost_usd
-
-
-# ---------------------------------------------------------------- OpenAI-compatible servers
 
 
 def _env_base_url() -> str | None:
@@ -139,11 +55,6 @@ class OpenAIConfig(BaseModel):
     system: str | None = Field(default=None, description="system message; the stage prompts already carry their role")
     price: Price | None = Field(default=None, description="overrides the price table (e.g. for a local model)")
     reasoning: bool | None = Field(default=None, description="None: as the price table says")
-
-
-def _one_line(text: object, limit: int = 300) -> str:
-    line = re.sub(r"\s+", " ", str(text)).strip()
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 class _Exchange(BaseModel):
@@ -317,50 +228,7 @@ class OpenAIProposer:
 
     def _user_error(self, err: openai.OpenAIError, attempts: int) -> UserError:
         """One line a user can act on, for each way the server or the network can fail."""
-        import openai
-
-        server, model = self.base_url, self.config.model
-        tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
-        if isinstance(err, openai.APITimeoutError):
-            return UserError(
-                f"no answer from {server} within {self.config.timeout_s:g} s ({tries})",
-                hint="the model may be slow or the server overloaded: raise the timeout",
-            )
-        if isinstance(err, openai.APIConnectionError):
-            return UserError(
-                f"cannot reach {server}: {_one_line(err.__cause__ or err)} ({tries})",
-                hint="is the server running? check OPENAI_BASE_URL",
-            )
-        if not isinstance(err, openai.APIStatusError):
-            return UserError(f"OpenAI client error talking to {server}: {_one_line(err)}")
-        detail = _error_detail(err)
-        code = getattr(err, "code", None)
-        status = err.status_code
-        if isinstance(err, openai.AuthenticationError):
-            return UserError(
-                f"{server} rejected the API key in OPENAI_API_KEY (401): {detail}", hint="check OPENAI_API_KEY"
-            )
-        if isinstance(err, openai.PermissionDeniedError):
-            return UserError(
-                f"{server} denied access to model {model!r} (403): {detail}", hint="check --model and the key's project"
-            )
-        if isinstance(err, openai.NotFoundError):
-            if code == "model_not_found" or "model" in detail.lower():
-                return UserError(f"model {model!r} not found at {server} (404): {detail}", hint="check --model")
-            return UserError(
-                f"{server} has no chat completions endpoint for model {model!r} (404): {detail}",
-                hint="check OPENAI_BASE_URL; it usually ends in /v1",
-            )
-        if isinstance(err, openai.RateLimitError):
-            hint = "the account has no quota left" if code == "insufficient_quota" else "wait, or lower --samples"
-            return UserError(f"rate limited by {server} (429) {tries}: {detail}", hint=hint)
-        if isinstance(err, openai.BadRequestError):
-            return UserError(f"{server} rejected the request for model {model!r} (400): {detail}")
-        if status >= 500:
-            return UserError(
-                f"{server} failed with HTTP {status} {tries}: {detail}", hint="the server is in trouble: try later"
-            )
-        return UserError(f"{server} answered HTTP {status} for model {model!r}: {detail}")
+        return user_error(err, attempts, self.base_url, self.config.model, self.config.timeout_s)
 
     # -- the exchange log (httpx event hooks run inside the SDK's retry loop)
 
@@ -396,44 +264,3 @@ def _payload(request: httpx2.Request) -> dict[str, Any]:
     except (ValueError, UnicodeDecodeError):
         return {"unparsed": request.content.decode("utf-8", errors="replace")}
     return payload if isinstance(payload, dict) else {"unparsed": payload}
-
-
-def _error_detail(err: openai.APIStatusError) -> str:
-    """The server's own message ('Incorrect API key provided ...'), not the SDK's repr of the whole body."""
-    body = err.body
-    if isinstance(body, dict) and isinstance(body.get("message"), str):
-        return _one_line(body["message"])
-    if isinstance(body, str) and body.strip():
-        return _one_line(body, 200)
-    return _one_line(err.response.text or err.response.reason_phrase, 200)
-
-
-# ---------------------------------------------------------------- replay
-
-
-class ReplayProposer:
-    """Serves the answers of an earlier run in the order they were recorded, K per call."""
-
-    def __init__(self, answers: list[Answer], name: str = "replay") -> None:
-        self.name = name
-        self._answers = list(answers)
-        self._next = 0
-
-    @property
-    def remaining(self) -> int:
-        return len(self._answers) - self._next
-
-    def propose(self, prompt: str, k: int) -> list[Answer]:
-        """The next k recorded answers; the last call may get fewer (a run killed mid-iteration recorded fewer)."""
-        if k < 1:
-            raise ValueError(f"k must be at least 1, not {k}")
-        if self.remaining == 0:
-            raise StopRun(
-                f"replay ran out of answers: the recorded run has {len(self._answers)}, all served",
-                hint="replay with no more --iterations and the same --samples as the recorded run",
-            )
-        if self.remaining < k:
-            log.warning("replay: %d answers asked, only %d recorded ones left", k, self.remaining)
-        served = self._answers[self._next : self._next + k]
-        self._next += len(served)
-        return served
