@@ -12,6 +12,7 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 from agent.errors import StopRun, UserError
+from agent.problems import starting_code
 from agent.prompts import PromptInput, render
 from agent.schema import (
     Answer,
@@ -98,7 +99,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
 
     if state.last_iteration < 0:  # iteration 0: the starting kernel is the first current best
         stage = get_stage(stage_name)
-        start = _starting_code(problem)
+        start = starting_code(problem)
         if start is not None:
             progress.start_iteration(0, stage.name, "starting kernel")
             store.record_iteration(run_id, 0, stage.name, "", "starting kernel", None)
@@ -230,7 +231,7 @@ def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Bes
                      last_results: list[EvalResult]) -> str:
     """The prompt of one iteration: the current best's code and metrics, and the last round's failures."""
     return render(PromptInput(
-        stage=stage, gpu=gpu, code=best.code if best else (_starting_code(problem) or ""),
+        stage=stage, gpu=gpu, code=best.code if best else (starting_code(problem) or ""),
         metrics=best.profile.table() if best and best.profile else {},
         feedback=_feedback(last_results), reference=problem.path.read_text(),
     ))
@@ -269,7 +270,3 @@ def best_from_store(store, candidate_id: str | None) -> Best | None:
         return None
     return Best(candidate=c.id, code=c.code or "", ms=c.result.timing.candidate_ms,
                 spread_pct=c.result.timing.candidate_spread_pct, profile=c.profile)
-
-
-def _starting_code(problem: ProblemSpec) -> str | None:
-    return problem.start.read_text() if problem.start else None

@@ -30,12 +30,13 @@ class HarnessEvaluator:
 
     def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
         from agent.harness import EvalRequest, evaluate_many
+        from agent.harness.job import round_seed
 
         # A fresh seed per round: every round's trials draw new inputs; candidates within a round share the truth.
         self.round += 1
         reqs = [
             EvalRequest(source=s, problem=self.problem, stage=stage, device=self.device, timeout_s=self.timeout_s,
-                        cache_dir=self.cache_dir, seed=self.seed * 100_003 + self.round)
+                        cache_dir=self.cache_dir, seed=round_seed(self.seed, self.round))
             for s in sources
         ]
         return evaluate_many(reqs)

@@ -92,6 +92,11 @@ class WorkerResult(Model):
     kernels_tracked: list[str] = Field(default_factory=list, description="module-level kernels watched for launches")
 
 
+def round_seed(seed: int, round_: int) -> int:
+    """The seed of a round's trials: fresh inputs every round, one truth shared by the round's candidates."""
+    return seed * 100_003 + round_
+
+
 def write_job(workdir: Path, job: WorkerJob) -> Path:
     """Write the job as workdir/job.json; returns its path."""
     workdir.mkdir(parents=True, exist_ok=True)

@@ -8,17 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent.harness.job import round_seed
 from agent.scale.pool import WorkerDied, WorkerPool
 from agent.scale.settings import scale_settings
 from agent.scale.worker import ProfileReply
 from agent.schema import EvalResult, Profile, ProblemSpec, Stage, Verdict
 
 log = logging.getLogger(__package__)  # "agent.scale", as before the split: log lines keep their name
-
-
-def round_seed(seed: int, round_: int) -> int:
-    """The seed of a round's trials: fresh inputs every round, one truth shared within it (as HarnessEvaluator)."""
-    return seed * 100_003 + round_
 
 
 class ScaleEvaluator:
