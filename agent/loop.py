@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.crosscheck import timing_doubt
 from agent.errors import StopRun, UserError
 from agent.problems import starting_code
 from agent.prompts import PromptInput, render
@@ -210,16 +211,24 @@ def _best_of_round(cands: list[Candidate], best: Best | None, profiler: Profiler
                    progress: Progress) -> Best | None:
     """The round's fastest correct candidate, profiled, if it beats `best` beyond noise; else `best` unchanged.
 
-    Only that one is profiled: an ncu run costs more than evaluating the whole round.
+    Only that one is profiled (an ncu run costs more than evaluating the whole round), unless ncu finds its
+    timing impossible (agent.crosscheck): it is then rejected and the next fastest profiled instead.
     """
-    faster = [c for c in cands if _faster(c.result, best)]
-    if not faster:
+    faster = sorted((c for c in cands if _faster(c.result, best)), key=lambda c: c.result.timing.candidate_ms)
+    for cand in faster[:3]:
+        profile = profiler.profile(cand.code or "", stage, cand.id)
+        if profile is not None:
+            store.update_profile(cand.id, profile)
+            cand = cand.model_copy(update={"profile": profile})
+        doubt = timing_doubt(cand.result.timing, profile)
+        if doubt is None:
+            break
+        # ncu saw the kernels from outside the candidate's process and they take longer than the harness said
+        rejected = cand.result.model_copy(update={"verdict": Verdict.RULE_VIOLATION, "message": doubt, "timing": None})
+        store.update_result(cand.id, rejected)
+        progress.message(f"{cand.id}: {doubt}")
+    else:
         return best
-    cand = min(faster, key=lambda c: c.result.timing.candidate_ms)
-    profile = profiler.profile(cand.code or "", stage, cand.id)
-    if profile is not None:
-        store.update_profile(cand.id, profile)
-        cand = cand.model_copy(update={"profile": profile})
     store.set_best(cand.run_id, cand.id)
     progress.new_best(cand)
     t = cand.result.timing

@@ -52,12 +52,15 @@ class GPUSpec(Model):
 
 
 class StageRules(Model):
-    """Static-policy rules a stage adds to the common ones (checked on the AST before anything runs)."""
+    """What a stage adds to the common rules: a static one checked on the AST before anything runs, and a run-time
+    one checked on what the candidate's Triton launches wrote (agent.harness.rules)."""
 
-    max_stores_per_kernel: int | None = Field(
-        default=None, description="tl.store calls allowed per @triton.jit kernel (None: no limit)"
-    )
-    forbid_store_then_load: bool = Field(default=False, description="a kernel may not tl.load a pointer it tl.stores")
+    forbid_store_then_load: bool = Field(default=False, description="static: a kernel may not load back a value it "
+                                                                    "stored at the same address")
+    max_intermediate_write: float | None = Field(
+        default=None, description="run time: the bytes a Triton kernel may write to buffers other than the returned "
+                                  "tensor, as a fraction of the forward's largest tensor (None: no limit)")
+    intermediate_reason: str = Field(default="", description="why that fraction (shown with a violation)")
 
 
 class Stage(Model):
@@ -76,6 +79,8 @@ class SizeSet(Model):
 
     label: str
     overrides: SizeOverrides = Field(default_factory=dict)
+    distributions: list[str] | None = Field(default=None, description="input distributions tried at this size "
+                                                                      "(None: all of the harness's)")
 
 
 class ProblemSpec(Model):

@@ -21,11 +21,27 @@ def default_llm() -> str:
     return "openai" if os.environ.get("OPENAI_API_KEY") else "offline"
 
 
-class HarnessEvaluator:
-    """Evaluates a round of candidates with one shared reference (truth) computation."""
+def local_bandwidth(device: str) -> float | None:
+    """Peak DRAM bandwidth of the GPU this process runs on (the harness's timing floor); None in CPU mode."""
+    if device != "cuda":
+        return None
+    from agent.catalog import closest_gpu, detect_device_name
 
-    def __init__(self, problem: ProblemSpec, device: str, timeout_s: float, cache_dir: Path | None, seed: int) -> None:
+    name = detect_device_name()
+    return closest_gpu(name).memory_bandwidth_gbs if name else None
+
+
+class HarnessEvaluator:
+    """Evaluates a round of candidates with one shared reference (truth) computation; keeps the truths and baselines
+    (bounded) across rounds. `hide`: directories the candidates must not see (the store)."""
+
+    def __init__(self, problem: ProblemSpec, device: str, timeout_s: float, cache_dir: Path | None, seed: int,
+                 hide: list[Path] | None = None, bandwidth_gbs: float | None = None) -> None:
+        from agent.harness import Shared
+
         self.problem, self.device, self.timeout_s, self.cache_dir, self.seed = problem, device, timeout_s, cache_dir, seed
+        self.hide, self.bandwidth_gbs = list(hide or []), bandwidth_gbs
+        self.shared = Shared()
         self.round = 0
 
     def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
@@ -36,10 +52,11 @@ class HarnessEvaluator:
         self.round += 1
         reqs = [
             EvalRequest(source=s, problem=self.problem, stage=stage, device=self.device, timeout_s=self.timeout_s,
-                        cache_dir=self.cache_dir, seed=round_seed(self.seed, self.round))
+                        cache_dir=self.cache_dir, seed=round_seed(self.seed, self.round), hide=self.hide,
+                        bandwidth_gbs=self.bandwidth_gbs)
             for s in sources
         ]
-        return evaluate_many(reqs)
+        return evaluate_many(reqs, self.shared)
 
 
 class NcuProfiler:

@@ -36,7 +36,7 @@ def stage() -> Stage:
         return get_stage("memory-fusion")
     except Exception:  # stages not there yet: the same rules, built here
         return Stage(name="memory-fusion", focus="memory fusion", template="memory-fusion.j2", metrics=[],
-                     rules=StageRules(max_stores_per_kernel=1, forbid_store_then_load=True))
+                     rules=StageRules(forbid_store_then_load=True, max_intermediate_write=0.125))
 
 
 def summary(label: str, r: EvalResult, wall_s: float) -> dict:

@@ -137,6 +137,7 @@ def fake_bin():
     shutil.copyfile(STAGE_REPORT, d / "r.ncu-rep")
     (d / "ncu").write_text(f"#!{sys.executable}\nREPORT = {str(d / 'r.ncu-rep')!r}\n{_FAKE}")
     (d / "ncu").chmod(0o755)
+    d.chmod(0o755)  # an installed ncu is world-readable: the sandboxed worker runs unprivileged
     yield d
     shutil.rmtree(d, ignore_errors=True)
 

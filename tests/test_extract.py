@@ -52,3 +52,51 @@ def test_a_block_without_model_new_is_no_code_and_says_so():
 def test_a_broken_plain_file_still_counts_as_code():
     broken = "class ModelNew(nn.Module)\n    pass\n"  # syntax error: reported as such, not as no_code
     assert extract_code(broken) == broken
+
+
+KERNEL = "import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x_ptr):\n    pass\n"
+USES_KERNEL = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        k[(1,)](x)\n        return x\n"
+
+
+def test_crlf_and_lone_cr_line_ends_parse():
+    assert extract_code(fenced(CODE).replace("\n", "\r\n")) == CODE
+    assert extract_code(CODE.replace("\n", "\r")) == CODE
+
+
+def test_a_fence_indented_inside_a_list_item_is_dedented():
+    body = "".join("   " + line + "\n" if line else "\n" for line in CODE.splitlines())
+    answer = "1. Here is the kernel:\n\n   ```python\n" + body + "   ```\n2. Done.\n"
+    assert extract_code(answer) == CODE
+
+
+def test_tab_indented_fence_and_code_with_tabs():
+    tabbed = CODE.replace("    pass", "\tpass")
+    answer = "- item\n\t```python\n" + "".join("\t" + ln + "\n" for ln in tabbed.splitlines()) + "\t```\n"
+    assert extract_code(answer) == tabbed
+
+
+def test_non_breaking_and_zero_width_spaces_are_normalised():
+    assert extract_code("\ufeff" + fenced(CODE.replace("    pass", "\u00a0\u00a0\u00a0\u00a0pass\u200b"))) == CODE
+
+
+def test_code_split_across_blocks_is_joined_in_order():
+    answer = "Kernel:\n" + fenced(KERNEL) + "Usage:\n" + fenced("m = ModelNew()\nprint(m(x))\n") + "Model:\n" + fenced(USES_KERNEL)
+    code = extract_code(answer)
+    assert code == KERNEL + "\n\n" + USES_KERNEL
+
+
+def test_a_usage_snippet_is_never_joined_even_when_it_binds_a_needed_name():
+    snippet = "k = lambda *a: None\nk(1)\n"
+    assert extract_code(fenced(snippet) + fenced(USES_KERNEL)) == USES_KERNEL
+
+
+def test_a_block_with_another_tag_counts_when_no_python_block_defines_model_new():
+    assert extract_code(fenced(CODE, "text")) == CODE
+    assert extract_code(fenced(CODE, "Python")) == CODE
+
+
+def test_nul_position_is_line_and_column():
+    from agent.harness.extract import nul_position
+
+    assert nul_position("a = 1\nb = \x002\n") == (2, 5)
+    assert nul_position("fine") is None

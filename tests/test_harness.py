@@ -23,8 +23,9 @@ from agent.schema import EvalResult, Stage, StageRules, Verdict
 
 CANDIDATES = Path(__file__).parent / "candidates"
 MANIFEST = tomllib.loads((CANDIDATES / "manifest.toml").read_text())
-STAGE = Stage(name="memory-fusion", focus="memory fusion", template="memory-fusion.j2", metrics=[],
-              rules=StageRules(max_stores_per_kernel=1, forbid_store_then_load=True))
+from agent.stages import get_stage  # noqa: E402
+
+STAGE = get_stage("memory-fusion")
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -33,13 +34,16 @@ def request(source: str, **kw) -> EvalRequest:
     return EvalRequest(source=source, problem=load_problem("gap44"), stage=STAGE, device="cpu", **kw)
 
 
+def answer(case: dict) -> str:
+    """The candidate's text as a model would send it (`transform`: how it reaches us)."""
+    text = (CANDIDATES / case["file"]).read_text()
+    return text.replace("\n", "\r\n") if case.get("transform") == "crlf" else text
+
+
 @pytest.fixture(scope="session")
 def suite() -> dict[str, EvalResult]:
-    reqs = [
-        request((CANDIDATES / case["file"]).read_text(), timeout_s=case.get("timeout_s", 120),
-                time_it=name == "several_blocks")
-        for name, case in MANIFEST.items()
-    ]
+    reqs = [request(answer(case), timeout_s=case.get("timeout_s", 120), time_it=name == "several_blocks" or case.get("time", False))
+            for name, case in MANIFEST.items()]
     return dict(zip(MANIFEST, evaluate_many(reqs)))
 
 
@@ -51,6 +55,7 @@ def test_every_threat_has_a_candidate_file_and_a_valid_verdict():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1200)  # the first one waits for the whole suite (one evaluate_many, in parallel)
 @pytest.mark.parametrize("name", list(MANIFEST))
 def test_adversarial_candidate_gets_the_right_verdict(suite, name):
     case, result = MANIFEST[name], suite[name]
@@ -110,7 +115,7 @@ def test_every_autotune_config_is_validated(suite):
     for c in checks:
         by_config[c.note.rsplit("config ", 1)[-1]].append(c.passed)
     assert set(by_config) == {"0", "1"}
-    assert all(by_config["0"]) and not all(by_config["1"])  # BLOCK=1024 covers every row here, BLOCK=256 does not
+    assert all(by_config["0"]) and not all(by_config["1"])  # BLOCK=8192 covers every row here, BLOCK=256 does not
 
 
 def test_static_verdicts_cost_no_process():

@@ -10,7 +10,7 @@ from agent.harness.policy import check, kernel_names
 from agent.problems import load_problem, starting_code
 from agent.schema import StageRules
 
-FUSION = StageRules(max_stores_per_kernel=1, forbid_store_then_load=True)
+FUSION = StageRules(forbid_store_then_load=True)
 ABSENT = ["tl.tanh", "tl.sigmoid", "tl.gelu", "tl.silu", "tl.softmax", "tl.mish"]
 
 HEADER = """
@@ -162,10 +162,11 @@ def fused(x_ptr, tmp_ptr, out_ptr, n, BLOCK: tl.constexpr):
 """
 
 
-def test_memory_fusion_counts_store_targets_per_kernel():
-    violations = [v for v in check(HEADER + STORE_TWICE, FUSION, ABSENT) if v.rule == "stage-stores"]
-    assert len(violations) == 1 and violations[0].line == (HEADER + STORE_TWICE).splitlines().index("    tl.store(tmp_ptr + offs, x * 2)") + 1
-    assert "tmp_ptr" in violations[0].message
+def test_memory_fusion_names_the_line_of_the_store_it_loads_back():
+    [v] = [v for v in check(HEADER + STORE_TWICE, FUSION, ABSENT) if v.rule == "stage-store-then-load"]
+    lines = (HEADER + STORE_TWICE).splitlines()
+    assert v.line == lines.index("    y = tl.load(p)") + 1
+    assert f"line {lines.index('    tl.store(tmp_ptr + offs, x * 2)') + 1}" in v.message
 
 
 def test_memory_fusion_flags_store_then_load_through_a_local_pointer():
@@ -205,3 +206,115 @@ def test_violations_carry_line_numbers():
     v = check(HEADER + "torch.mean = None\n", StageRules(), ABSENT)
     assert v[0].line == len((HEADER + "torch.mean = None\n").splitlines())
     assert str(v[0]).startswith(f"line {v[0].line}:")
+
+
+def test_flags_a_round_trip_through_a_chain_of_aliases_and_the_core_namespace():
+    code = """
+    @triton.jit
+    def chained(x_ptr, tmp, out, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        a = tmp + offs
+        b = a
+        c = b
+        tl.core.store(c, tl.load(x_ptr + offs))
+        tl.store(out + offs, tl.load(tmp + offs))
+    """
+    assert "stage-store-then-load" in rules_of(code, FUSION)
+
+
+def test_buffer_names_without_ptr_and_split_reduction_partials_are_legal():
+    code = """
+    @triton.jit
+    def split(x, partial, counter, out, n, S: tl.constexpr, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = pid * BLOCK + tl.arange(0, BLOCK)
+        tl.store(partial + pid, tl.sum(tl.load(x + offs, mask=offs < n, other=0.0)))
+        ticket = tl.atomic_add(counter, 1)
+        if ticket == S - 1:
+            parts = tl.load(partial + tl.arange(0, S))
+            tl.store(out, tl.sum(parts))
+    """
+    assert rules_of(code, FUSION) == set()
+
+
+def test_a_loop_carried_pointer_is_not_claimed_to_be_one_address():
+    code = """
+    @triton.jit
+    def walk(x, out, n, BLOCK: tl.constexpr):
+        p = out + tl.arange(0, BLOCK)
+        for i in range(4):
+            tl.store(p, tl.load(x + i))
+            p += BLOCK
+            v = tl.load(p)
+    """
+    assert rules_of(code, FUSION) == set()
+
+
+def test_static_analysis_is_linear_in_a_chain_of_assignments():
+    import time
+
+    chain = "\n".join(f"    a{i + 1} = a{i} + a{i} * 2 + (a{i} - 1)" for i in range(400))
+    code = f"@triton.jit\ndef deep(x_ptr, out_ptr):\n    a0 = x_ptr\n{chain}\n    tl.store(a400, 1.0)\n    tl.load(a400)\n"
+    start = time.monotonic()
+    rules = rules_of(code, FUSION)
+    assert time.monotonic() - start < 1.0
+    assert "stage-store-then-load" in rules
+
+
+def test_a_pathological_answer_hits_the_time_cap_not_the_agent():
+    code = HEADER + "\n".join(f"v{i} = [{', '.join('torch.float32' for _ in range(40))}]" for i in range(200))
+    violations = check(code, FUSION, ABSENT, time_cap_s=0.001)
+    assert [v.rule for v in violations] == ["size"] and "takes over" in violations[0].message
+    assert check(code, FUSION, ABSENT) == []  # the same code within the normal cap: nothing wrong with it
+
+
+@pytest.mark.parametrize("line", [
+    "torch.os.environ", "x = torch.sys.modules", "triton.runtime.jit.os.system('id')", "torch.nn.modules.module.sys",
+    "import torch.nn.functional as F\nF.torch.os", "m = torch\nm.os.getcwd()", "from torch import os",
+    "import torch.utils", "torch.utils.cpp_extension", "torch.ops.aten.mean(x)", "torch.serialization.load",
+    "from torch import serialization", "torch.library.define", "torch._C._get_tracing_state()",
+    "torch._dynamo.reset()", "import triton.runtime", "triton.compile(src)", "triton.runtime.jit.JITFunction",
+    "triton.runtime.driver.active.utils.launch", "triton.testing.do_bench(f)", "warnings.sys",
+])
+def test_rejects_modules_reached_through_attributes_of_allowed_ones(line):
+    assert rules_of("import warnings\n" + line) & {"import", "escape", "file", "process"}
+
+
+@pytest.mark.parametrize("line", [
+    "def f(m):\n    return m.os", "def f(m):\n    return m.sys.modules", "def f(t):\n    return t.builtins",
+    "def f(t):\n    return t._version", "def f(t):\n    return t._base", "y = (lambda q: q._C)(torch)",
+    "def f(e):\n    return e.tb_frame.f_globals", "def f(t):\n    return t.numpy().mean()",
+    "def f(t):\n    return sum(t.tolist())", "def f(t):\n    return t.untyped_storage()",
+])
+def test_rejects_escapes_through_objects_it_cannot_resolve(line):
+    assert rules_of(line) & {"import", "escape", "host-compute"}
+
+
+@pytest.mark.parametrize("line", [
+    "'{0.__init__.__globals__}'.format(k)", "import operator\noperator.attrgetter('x')",
+    "type(torch.ones(1)).mean = None", "def f(x):\n    type(x).add = None",
+    "@triton.jit\ndef g(a):\n    p = a.to(tl.pointer_type(tl.float32))", "help(torch)", "dir(); input()",
+    "import gc", "import inspect", "from os import path", "import importlib.util",
+])
+def test_rejects_other_escape_routes(line):
+    assert rules_of(line)
+
+
+@pytest.mark.parametrize("line", [
+    "class A(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._cache = {}\n"
+    "    def forward(self, x):\n        return self._cache.get(x.shape, x)",
+    "n_sm = torch.cuda.get_device_properties(0).multi_processor_count",
+    "props = triton.runtime.driver.active.utils.get_device_properties(0)",
+    "from triton.language.extra import libdevice",
+    "@triton.jit\ndef g(a_ptr):\n    v = tl.extra.cuda.libdevice.tanh(tl.load(a_ptr))",
+    "def f(p):\n    return p.grad is None",
+    "class B(nn.Module):\n    def forward(self, x):\n        return [m for m in self.modules()]",
+    "import torch.nn.functional as F\ny = F.relu(torch.ones(2))", "import math\nz = math.sqrt(2.0)",
+    "from dataclasses import dataclass\n\n@dataclass\nclass Cfg:\n    block: int = 128",
+    "from typing import Optional, Tuple", "t = torch.empty(4)\nz = t.data_ptr() % 16",
+    "x = torch.ones(3)\nv = x.sum().item()", "print(f'{triton.__version__} {torch.__version__}')",
+    "from functools import lru_cache\n\n@lru_cache(maxsize=None)\ndef cfg(n):\n    return triton.next_power_of_2(n)",
+    "k2 = triton.heuristics({'EVEN': lambda a: a['n'] % 2 == 0})", "s = '{:.3f} {name}'.format(1.0, name='x')",
+])
+def test_allows_what_honest_kernel_modules_do(line):
+    assert rules_of(line) == set(), check(HEADER + textwrap.dedent(line), StageRules(), ABSENT)

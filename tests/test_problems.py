@@ -64,8 +64,35 @@ def test_gap44_has_the_seeds_sizes_and_starting_kernel(shared):
 def test_every_problem_has_gpu_and_cpu_sizes_full_and_odd(name):
     p = load_problem(name)
     assert [s.label for s in p.sizes] == ["full", "odd"]
-    assert [s.label for s in p.cpu_sizes] == ["cpu", "cpu-odd"]
+    assert [s.label for s in p.cpu_sizes] == ["cpu", "cpu-wide", "cpu-odd"]
     assert p.path.is_file() and (p.start is None or p.start.is_file()) and p.description
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_cpu_wide_reaches_past_one_tile_and_64_channels(name):
+    """The reduced plane (the pooled tensor's spatial part) is over 4096 elements at cpu-wide, and its channels over
+    64 wherever the problem itself has more: a one-tile kernel or a 64-channel grid is wrong there."""
+    import torch
+
+    p = load_problem(name)
+
+    def pooled_input(overrides):
+        m = load_module(p.path, overrides)
+        torch.manual_seed(0)
+        model = m.Model(*m.get_init_inputs())
+        inputs, seen = m.get_inputs(), []
+        for mod in list(model.modules())[1:]:  # the layers' outputs (a conv's is what gets pooled)
+            mod.register_forward_hook(lambda _m, _i, out: seen.append(out))
+        with torch.no_grad():
+            model(*inputs)
+        pooled = [t for t in seen if isinstance(t, torch.Tensor) and t.dim() >= 4] or list(inputs)
+        return max(pooled, key=lambda t: t.numel())
+
+    wide = pooled_input(next(s for s in p.cpu_sizes if s.label == "cpu-wide").overrides)
+    assert wide[0, 0].numel() > 4096
+    full_channels = load_module(p.path).__dict__
+    most = max(v for k, v in full_channels.items() if "channel" in k and isinstance(v, int))
+    assert wide.shape[1] > 64 or most <= 64
 
 
 @pytest.mark.parametrize("name", BUILTIN)

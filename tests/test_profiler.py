@@ -18,7 +18,9 @@ import pytest
 
 from agent.errors import UserError
 from agent.problems import load_problem, starting_code
-from agent.profiler import ProfileError, ProfileRequest, find_ncu, profile
+from agent.harness.job import worker_argv
+from agent.harness.policy import kernel_names
+from agent.profiler import ProfileError, ProfileRequest, find_ncu, ncu_argv, profile
 from agent.schema import Stage
 
 DATA = Path(__file__).parent / "data" / "ncu"
@@ -36,8 +38,6 @@ _PRELUDE = '''
 import json, os, shutil, subprocess, sys, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 argv = sys.argv[1:]
-with open(os.path.join(HERE, "argv.json"), "w") as f:
-    json.dump(argv, f)
 o = argv.index("-o")
 stem, app = argv[o + 1], argv[o + 2:]
 job = json.load(open(app[-1]))
@@ -55,7 +55,8 @@ def report(src, cut=False):
 
 @pytest.fixture
 def fake_ncu(monkeypatch):
-    """make(body) -> the fake's directory, first on PATH; its argv lands in DIR/argv.json."""
+    """make(body) -> the fake's directory, first on PATH (world-readable: the sandbox runs ncu unprivileged, and
+    read-only: what it must write goes to the workdir)."""
     made: list[Path] = []
     base = "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else None
 
@@ -67,6 +68,7 @@ def fake_ncu(monkeypatch):
         script = d / "ncu"
         script.write_text(f"#!{sys.executable}\n{_PRELUDE}\n{textwrap.dedent(body)}\n")
         script.chmod(0o755)
+        d.chmod(0o755)
         monkeypatch.setenv("PATH", f"{d}{os.pathsep}{os.environ.get('PATH', '')}")
         return d
 
@@ -93,7 +95,7 @@ def test_profiles_the_candidates_kernels_in_the_nvtx_range_and_saves_report_and_
     assert prof.bottleneck is not None and prof.bottleneck.kind == "latency-bound"
     assert prof.metric_set == "stage" and prof.wall_s > 0
 
-    argv = json.loads((d / "argv.json").read_text())
+    argv = ncu_argv(d / "ncu", req, kernel_names(req.code), tmp_path / "profile") + worker_argv(tmp_path / "job.json")
     opts = " ".join(argv[: argv.index("-o")])
     assert "--nvtx --nvtx-include agent_profile/" in opts  # trailing slash: a push/pop range
     assert "--kernel-name regex:^(fused_multiply_gap_kernel_optimized|fused_multiply_gap_kernel_small)$" in opts
@@ -107,8 +109,9 @@ def test_profiles_the_candidates_kernels_in_the_nvtx_range_and_saves_report_and_
 
 def test_full_set_asks_for_the_full_section_set_and_keeps_rules(tmp_path, fake_ncu):
     d = fake_ncu('worker_ok(); report(os.path.join(HERE, "seed_h100_full.ncu-rep"))')
-    prof = profile(request(tmp_path, metric_set="full", clock_control="none"))
-    argv = json.loads((d / "argv.json").read_text())
+    req = request(tmp_path, metric_set="full", clock_control="none")
+    prof = profile(req)
+    argv = ncu_argv(d / "ncu", req, kernel_names(req.code), tmp_path / "profile")
     assert argv[argv.index("--set") + 1] == "full" and "--metrics" not in argv
     assert argv[argv.index("--clock-control") + 1] == "none"
     assert prof.metric_set == "full" and prof.kernels[KERNEL].rules
@@ -191,7 +194,6 @@ def test_a_candidate_without_triton_kernels_is_refused_before_running_ncu(tmp_pa
     req.code = "import torch.nn as nn\nclass ModelNew(nn.Module):\n    pass\n"
     with pytest.raises(ProfileError, match="no @triton.jit kernel"):
         profile(req)
-    assert not (d / "argv.json").exists()
 
 
 def _has_cuda() -> bool:

@@ -47,21 +47,28 @@ def test_environment_has_no_secrets(tmp_path, monkeypatch):
     assert "OPENAI_API_KEY" not in clean_env()
 
 
-def test_timeout_kills_the_whole_process_group(tmp_path):
-    code = ("import subprocess, time; p = subprocess.Popen(['sleep', '60']); open('child.pid', 'w').write(str(p.pid));"
-            " time.sleep(60)")
+def _marker_code(marker: Path, delay_s: float, detach: bool) -> str:
+    """A child that writes `marker` after `delay_s` (detached: a double-forked setsid daemon)."""
+    sh = f"sleep {delay_s}; echo alive > {marker}"
+    argv = ["setsid", "sh", "-c", sh] if detach else ["sh", "-c", sh]
+    return f"import subprocess; subprocess.Popen({argv!r}, start_new_session={detach})"
+
+
+def test_timeout_kills_everything_the_command_started(tmp_path):
+    marker = tmp_path / "late.txt"
     start = time.monotonic()
-    r = py(code, tmp_path, timeout_s=2)
+    r = py(_marker_code(marker, 3, detach=False) + "; import time; time.sleep(60)", tmp_path, timeout_s=1.5)
     assert r.timed_out and r.killed == "timeout" and time.monotonic() - start < 10
-    child = int((tmp_path / "child.pid").read_text())
-    assert not _alive(child)
+    time.sleep(4)
+    assert not marker.exists()
 
 
-def test_children_left_behind_die_with_the_command(tmp_path):
-    code = "import subprocess; p = subprocess.Popen(['sleep', '60']); open('child.pid', 'w').write(str(p.pid))"
-    r = py(code, tmp_path)
-    assert r.returncode == 0
-    assert not _alive(int((tmp_path / "child.pid").read_text()))
+def test_a_detached_daemon_dies_with_the_command(tmp_path):
+    marker = tmp_path / "daemon.txt"
+    r = py(_marker_code(marker, 2, detach=True), tmp_path)
+    assert r.returncode == 0, r.stderr
+    time.sleep(3)
+    assert not marker.exists()
 
 
 def test_reports_the_signal_that_killed_the_command(tmp_path):
@@ -100,6 +107,55 @@ def test_private_tmp_and_the_workdir_stays_visible(tmp_path):
     assert r.ok, r.stderr
     assert not marker.exists()  # /tmp inside was a private tmpfs
     assert "hello" in r.stdout and (tmp_path / "output.txt").read_text() == "bye"
+
+
+@namespaces
+def test_runs_unprivileged_seeing_only_its_own_processes(tmp_path):
+    r = py("import os; print(os.getpid(), os.geteuid(), sorted(int(p) for p in os.listdir('/proc') if p.isdigit()))",
+           tmp_path)
+    assert r.ok, r.stderr
+    pid, euid, procs = r.stdout.split(maxsplit=2)
+    assert euid != "0" and procs.strip() == f"[1, {pid}]"  # the namespace's init and the command
+
+
+@namespaces
+def test_the_parents_environment_is_out_of_reach(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-sandbox-test-0123456789")
+    code = ("import os\nfor p in os.listdir('/proc'):\n    try:\n        print(open(f'/proc/{p}/environ').read())\n"
+            "    except OSError:\n        pass\nprint(os.environ)")
+    r = py(code, tmp_path)
+    assert r.ok, r.stderr
+    assert "sk-sandbox-test" not in r.stdout + r.stderr
+
+
+@namespaces
+def test_everything_outside_the_workdir_is_read_only(tmp_path):
+    import agent
+
+    targets = ["/etc/passwd", str(Path(agent.__file__)), os.path.join(sys.prefix, "agent-sandbox-probe"),
+               str(Path.home() / "agent-sandbox-probe"), "/usr/agent-sandbox-probe"]
+    code = (f"import os\nfor t in {targets!r}:\n    try:\n        open(t, 'a').write('x')\n        print('WROTE', t)\n"
+            "    except OSError as e:\n        print('refused', t)\nopen('mine.txt', 'w').write('ok')")
+    r = py(code, tmp_path)
+    assert r.ok, r.stderr
+    assert "WROTE" not in r.stdout and r.stdout.count("refused") == len(targets)
+    assert (tmp_path / "mine.txt").read_text() == "ok"
+    assert not (Path.home() / "agent-sandbox-probe").exists()
+
+
+@namespaces
+def test_home_the_working_directory_and_hidden_paths_are_masked(tmp_path, monkeypatch):
+    home, store, work = tmp_path / "home", tmp_path / "store", tmp_path / "work"
+    for d in (home, store, work):
+        d.mkdir()
+    (home / ".netrc").write_text("password hunter2")
+    (store / "run.json").write_text("{}")
+    monkeypatch.setenv("HOME", str(home))
+    code = (f"import os\nfor d in {[str(home), str(store), os.getcwd()]!r}:\n    print(sorted(os.listdir(d)) "
+            "if os.path.isdir(d) else 'absent')")
+    r = run_sandboxed([PY, "-c", code], workdir=work, timeout_s=30, hide=[store])
+    assert r.ok, r.stderr
+    assert ".netrc" not in r.stdout and "run.json" not in r.stdout and "candidates" not in r.stdout
 
 
 @namespaces

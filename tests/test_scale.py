@@ -22,7 +22,7 @@ from agent.schema import Stage, StageRules, Verdict
 
 CANDIDATES = Path(__file__).parent / "candidates"
 STAGE = Stage(name="memory-fusion", focus="memory fusion", template="memory-fusion.j2", metrics=[],
-              rules=StageRules(max_stores_per_kernel=1, forbid_store_then_load=True))
+              rules=StageRules(forbid_store_then_load=True, max_intermediate_write=0.125))
 
 
 def read(*names: str) -> list[str]:

@@ -26,15 +26,16 @@ def test_memory_fusion_shows_exactly_the_seeds_five_metrics_in_order():
     assert get_stage("memory-fusion").metrics == SEED_METRICS
 
 
-def test_memory_fusion_rules_forbid_intermediate_stores():
+def test_memory_fusion_rules_forbid_intermediate_stores_and_say_why():
     rules = get_stage("memory-fusion").rules
-    assert rules.max_stores_per_kernel == 1 and rules.forbid_store_then_load
+    assert rules.forbid_store_then_load and rules.max_intermediate_write == 0.125
+    assert "partial" in rules.intermediate_reason
 
 
-def test_other_stages_add_no_static_rules():
+def test_other_stages_add_no_rules():
     for s in load_stages():
         if s.name != "memory-fusion":
-            assert s.rules.max_stores_per_kernel is None and not s.rules.forbid_store_then_load
+            assert s.rules.max_intermediate_write is None and not s.rules.forbid_store_then_load
 
 
 def test_every_stage_has_a_template_focus_and_distinct_metrics():

@@ -55,8 +55,10 @@ def handle(args: argparse.Namespace) -> int:
         raise UserError("--device cuda, but no CUDA device is available", hint="use --device cpu")
     if args.timeout is not None and args.timeout <= 0:
         raise UserError("--timeout must be positive")
+    from agent.wiring import local_bandwidth
+
     req = EvalRequest(source=source, problem=problem, stage=stage, device=device, time_it=not args.no_timing,
-                      cache_dir=args.cache_dir or _cache_dir(),
+                      cache_dir=args.cache_dir or _cache_dir(), bandwidth_gbs=local_bandwidth(device),
                       **({"timeout_s": args.timeout} if args.timeout else {}))
     try:
         result = evaluate(req)

@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
             evaluator, profiler = scaled_parts(scaled, problem, config, store, run_id, progress)
         else:
             evaluator = wiring.HarnessEvaluator(problem, config.device, config.timeout_s,
-                                                cache_dir=store.root / "candidates" / ".cache", seed=config.seed)
+                                                cache_dir=store.root / "candidates" / ".cache", seed=config.seed,
+                                                hide=[store.root], bandwidth_gbs=wiring.local_bandwidth(config.device))
             profiler = wiring.NcuProfiler(problem, store, run_id, config.device, on_error=progress.message)
         try:
             outcome = loop.run(config, run_id, problem=problem, gpu=gpu, proposer=proposer, evaluator=evaluator,

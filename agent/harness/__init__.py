@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["EvalRequest", "HarnessError", "default_device", "evaluate", "evaluate_many"]
+__all__ = ["EvalRequest", "HarnessError", "Shared", "default_device", "evaluate", "evaluate_many"]
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,10 @@
-"""Find the candidate's code in an LLM answer: the fenced python block that defines `class ModelNew`."""
+"""Find the candidate's code in an LLM answer: the fenced block that defines `class ModelNew` (with the blocks it
+needs, when the answer split its code), normalised so that honest text always parses.
+
+Honest text that used to break: CRLF line ends (an answer through an HTTP library), a fence indented inside a list
+item (its body carries the list's indentation), non-breaking and zero-width spaces pasted from a chat window, a
+byte-order mark. NUL bytes are kept: the pipeline reports them as a syntax error with their position.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +12,50 @@ import ast
 import re
 
 # An opening fence with an optional language tag, its body, and a closing fence (or the end of a cut-off answer).
-_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
-_PYTHON_TAGS = {"", "python", "py", "python3", "py3"}
+_FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*\2[ \t]*$|\Z)", re.S | re.M)
+_PYTHON_TAGS = {"", "python", "py", "python3", "py3", "pytorch", "triton", "torch"}
 _DEFINES = re.compile(r"^\s*(class\s+ModelNew\b|ModelNew\s*=)", re.M)
+# Characters a chat window or a tokenizer puts in code that Python rejects: spaces of other widths, zero-width ones.
+_ODD_SPACES = str.maketrans({c: " " for c in "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
+                             "\u200a\u202f\u205f\u3000"} | {c: None for c in "\u200b\u200c\u200d\u2060\ufeff"})
+
+
+def normalize(text: str) -> str:
+    """Line ends to \\n, odd spaces to spaces, zero-width characters and byte-order marks removed."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").translate(_ODD_SPACES)
+
+
+class _Block:
+    def __init__(self, tag: str, body: str) -> None:
+        self.tag, self.body = tag.lower(), body
+
+    @property
+    def python(self) -> bool:
+        return self.tag in _PYTHON_TAGS
+
+
+def _dedent(indent: str, body: str) -> str:
+    """Remove the opening fence's indentation from every line of its body (CommonMark's rule for fenced code)."""
+    if not indent:
+        return body
+    width = len(indent.expandtabs(4))
+    out = []
+    for line in body.split("\n"):
+        lead = len(line) - len(line.lstrip(" \t"))
+        cut = 0
+        while cut < lead and len(line[:cut + 1].expandtabs(4)) <= width:
+            cut += 1
+        out.append(line[cut:])
+    return "\n".join(out)
+
+
+def _blocks(text: str) -> list[_Block]:
+    return [_Block(m.group(3), _dedent(m.group(1), m.group(4))) for m in _FENCE.finditer(text)]
 
 
 def python_blocks(text: str) -> list[str]:
-    """Every fenced block tagged python (or untagged), in order."""
-    return [m.group(3) for m in _FENCE.finditer(text) if m.group(2).lower() in _PYTHON_TAGS]
+    """Every fenced block tagged python (or untagged), in order, normalised."""
+    return [b.body for b in _blocks(normalize(text)) if b.python]
 
 
 def defines_model_new(code: str) -> bool:
@@ -24,23 +66,99 @@ def extract_code(text: str) -> str | None:
     """The code to evaluate, or None.
 
     In a markdown answer: the last python block that defines ModelNew (answers often show usage snippets or
-    earlier drafts first). Text without any fence is a plain .py file: the code itself, if it looks like code.
+    earlier drafts first), preceded by the earlier blocks that define names it uses and does not define (an answer
+    that put its kernels and ModelNew in separate blocks). A block of another language defining ModelNew counts
+    when no python block does. Text without any fence is a plain .py file: the code itself, if it looks like code.
     """
+    text = normalize(text)
     if not text.strip():
         return None
-    if not _FENCE.search(text):
+    blocks = _blocks(text)
+    if not blocks:
         return text if defines_model_new(text) or _parses(text) else None
-    defining = [b for b in python_blocks(text) if defines_model_new(b)]
-    return defining[-1] if defining else None
+    defining = [i for i, b in enumerate(blocks) if b.python and defines_model_new(b.body)]
+    if not defining:
+        defining = [i for i, b in enumerate(blocks) if defines_model_new(b.body) and _parses(b.body)]
+    if not defining:
+        return None
+    last = defining[-1]
+    return _with_helpers(blocks[last].body, [b.body for b in blocks[:last] if b.python])
+
+
+def _with_helpers(code: str, earlier: list[str]) -> str:
+    """`code`, preceded by the earlier blocks (definitions only) that bind names it reads but never binds."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return code
+    missing = _free_names(tree)
+    if not missing:
+        return code
+    needed: list[str] = []
+    for body in reversed(earlier):
+        try:
+            other = ast.parse(body)
+        except (SyntaxError, ValueError):
+            continue
+        if not all(isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign))
+                   or _docstring(n) for n in other.body):
+            continue  # a usage snippet (calls, loops): running it at import would be wrong
+        if _bound_names(other) & missing:
+            needed.insert(0, body)
+            missing -= _bound_names(other)
+    return "\n\n".join([*needed, code]) if needed else code
+
+
+def _docstring(n: ast.stmt) -> bool:
+    return isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+
+
+def _bound_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for n in tree.body:
+        if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+            names.add(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, (ast.Assign, ast.AnnAssign)):
+            for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
+                names.update(x.id for x in ast.walk(t) if isinstance(x, ast.Name))
+    return names
+
+
+def _free_names(tree: ast.Module) -> set[str]:
+    """Names read somewhere that the module binds nowhere (and are not builtins)."""
+    import builtins
+
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(n.name)
+        elif isinstance(n, ast.arg):
+            bound.add(n.arg)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            bound.update((a.asname or a.name).split(".")[0] for a in n.names)
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return read - bound - set(dir(builtins))
 
 
 def why_no_code(text: str) -> str:
     """One line for the no_code verdict."""
-    blocks = python_blocks(text) if _FENCE.search(text) else ([text] if _parses(text) else [])
+    text = normalize(text)
+    blocks = [b.body for b in _blocks(text) if b.python] if _FENCE.search(text) else ([text] if _parses(text) else [])
     if not blocks:
         return "no ```python code block found: answer with one block that defines class ModelNew"
     n = len(blocks)
     return f"found {n} python block{'s' if n > 1 else ''} but none defines class ModelNew: the answer must define class ModelNew(nn.Module)"
+
+
+def nul_position(code: str) -> tuple[int, int] | None:
+    """(line, column) of the first NUL byte, 1-based, or None."""
+    at = code.find("\x00")
+    if at < 0:
+        return None
+    line = code.count("\n", 0, at) + 1
+    return line, at - (code.rfind("\n", 0, at) + 1) + 1
 
 
 def _parses(text: str) -> bool:

@@ -85,8 +85,17 @@ class GpuLock:
         os.close(self._turn)
 
 
+def ensure(path: Path) -> None:
+    """Create the lock's two files (the parent does, before a worker starts: the worker sees them read-only)."""
+    for p in (Path(path), Path(path).with_suffix(".turn")):
+        os.close(_open(p))
+
+
 def _open(path: Path) -> int:
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError:  # inside the sandbox the lock directory is read-only: flock needs no write access
+        return os.open(path, os.O_RDONLY)
     try:
         os.fchmod(fd, 0o666)  # another user's agent on this host must be able to take the same lock
     except OSError:

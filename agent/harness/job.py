@@ -1,12 +1,18 @@
 """What the parent tells a worker process (WorkerJob, a JSON file) and what the worker answers (WorkerResult).
 
-Paths in a job are absolute and lie inside the sandbox's workdir, which the sandbox makes visible at the same
-path. Tensors (truths, candidate outputs) travel in `.pt` files beside the result JSON.
+The parent decides, the worker reports: the parent chooses every trial (size, input distribution, seed, buffer
+reuse) and the timed calls whose outputs it will check, and requires a record for each; the worker never judges.
+An evaluate worker reads its job and deletes it before the candidate is imported, so the candidate cannot learn
+which timed calls are checked.
+
+Paths in a job are absolute and lie inside the sandbox's workdir, which the sandbox makes visible at the same path.
+Tensors (truths, candidate outputs) travel in `.pt` files beside the result JSON.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import sys
 from pathlib import Path
@@ -19,22 +25,46 @@ from agent.schema import Model, ProblemSpec, SizeSet
 
 Mode = Literal["evaluate", "reference", "baseline", "profile"]
 Device = Literal["cuda", "cpu"]
+BufferUse = Literal["fresh", "same", "new"]
 
 CANDIDATE_FILE = "candidate.py"
 PROBLEM_FILE = "problem.py"
 JOB_FILE = "job.json"
 RESULT_FILE = "result.json"
+BUFFER_WORDS = {"fresh": "fresh", "same": "same buffer, new values", "new": "new buffer, same shape"}
+
+
+class TrialSpec(Model):
+    """One validation call, as the parent chose it."""
+
+    id: int
+    size: int = Field(description="index into the job's sizes")
+    distribution: str
+    seed: int
+    buffer: BufferUse = Field(description="fresh buffers; new values copied into the previous trial's buffers; "
+                                          "new buffers of the same shape")
+    trace: bool = Field(default=False, description="record this forward's Triton launches and PyTorch operators")
+
+
+class TimingPlan(Model):
+    """How the timed calls get their inputs: new content in the same buffers before every call; at `positions`
+    (fractions of the run) inputs the reference knows (`pool_seeds`), whose outputs come back to be checked."""
+
+    pool_seeds: list[int]
+    positions: list[float]
+    fresh_seed: int
 
 
 class WorkerJob(Model):
     mode: Mode
     problem_path: Path = Field(description="the problem file (a copy inside the workdir)")
     candidate_path: Path | None = Field(default=None, description="the candidate's code (evaluate, profile)")
-    sizes: list[SizeSet] = Field(description="size sets to run; the first is the timed (and profiled) size")
+    sizes: list[SizeSet] = Field(description="size sets; the first is the timed (and profiled) size")
     device: Device = "cuda"
-    seed: int = 0
-    distributions: list[str] = Field(default_factory=lambda: list(settings().validation.distributions))
-    time_it: bool = Field(default=False, description="evaluate: time the candidate after validation")
+    seed: int = Field(default=0, description="the weights' seed")
+    trials: list[TrialSpec] = Field(default_factory=list)
+    plan: TimingPlan | None = Field(default=None, description="evaluate: time after validation; reference: "
+                                                              "compute the pool's truths")
     time_eager: bool = Field(default=False, description="reference: also time eager (CPU mode's cheap baseline)")
     timing: TimingSettings = Field(default_factory=lambda: settings().timing)
     result_path: Path
@@ -50,12 +80,58 @@ class WorkerError(Model):
     line: int | None = Field(default=None, description="innermost line of the candidate file involved")
 
 
+class Op(Model):
+    """One PyTorch operator a forward ran (aggregated by name): what it read, and how much of that derives from the
+    forward's inputs (the data; the rest is weights and constants: preparing those is not the forward's work)."""
+
+    name: str
+    kind: Literal["free", "heavy", "compute"]
+    calls: int = 0
+    in_bytes: int = 0
+    data_bytes: int = 0
+    largest_bytes: int = 0
+
+
+class Span(Model):
+    """Bytes [lo, hi) of one storage (see Storage)."""
+
+    id: int
+    lo: int
+    hi: int
+
+
+class Launch(Model):
+    """One Triton launch of a traced forward: what it was given (each tensor's extent in its storage), and the bytes
+    of each storage whose content it changed (first to last changed byte)."""
+
+    kernel: str
+    args: list[Span] = Field(default_factory=list)
+    written: list[Span] = Field(default_factory=list)
+
+
+class Storage(Model):
+    id: int
+    bytes: int
+    shape: list[int] = Field(default_factory=list, description="of the first tensor seen on it")
+
+
+class Trace(Model):
+    """What one forward did, as recorded where it happened."""
+
+    launches: list[Launch] = Field(default_factory=list)
+    ops: list[Op] = Field(default_factory=list)
+    storages: list[Storage] = Field(default_factory=list)
+    inputs: list[int] = Field(default_factory=list, description="storage ids of the forward's tensor inputs")
+    outputs: list[int] = Field(default_factory=list, description="storage ids of the returned tensors")
+
+
 class TrialRecord(Model):
     """One validation trial as the worker ran it (tensors live in the outputs file, same order)."""
 
+    id: int
     size: str
     distribution: str
-    buffer: str = Field(description="'fresh', 'same buffer, new values' or 'new buffer, same shape'")
+    buffer: str
     input_shapes: list[list[int]] = Field(default_factory=list)
     input_digests: list[str] = Field(default_factory=list, description="after the call (evaluate) / as generated")
     output_kind: str = "tensor"
@@ -63,6 +139,9 @@ class TrialRecord(Model):
     output_dtypes: list[str] = Field(default_factory=list)
     eager_error: float | None = Field(default=None, description="reference only: fp32 eager vs fp64 truth")
     config_pass: int = 0
+    launches: int = Field(default=0, description="Triton launches during this call")
+    output_launched: bool = Field(default=False, description="every returned tensor's storage was given to a launch")
+    trace: Trace | None = None
 
 
 class BenchStats(Model):
@@ -71,6 +150,9 @@ class BenchStats(Model):
     wall_ms: float | None = None
     repeats: int
     note: str = ""
+    launches_min: int | None = Field(default=None, description="fewest Triton launches in one timed call")
+    launches_max: int | None = None
+    sampled: list[int] = Field(default_factory=list, description="indices of the timed calls whose outputs came back")
 
 
 class WorkerResult(Model):
@@ -88,13 +170,45 @@ class WorkerResult(Model):
     compile_note: str = ""
     gpu: str = ""
     torch_version: str = ""
-    kernels_launched: list[str] = Field(default_factory=list, description="candidate kernels forward launched")
-    kernels_tracked: list[str] = Field(default_factory=list, description="module-level kernels watched for launches")
+    tampered: list[str] = Field(default_factory=list, description="what the candidate changed in torch, triton, "
+                                                                   "builtins or the harness at run time")
 
 
 def round_seed(seed: int, round_: int) -> int:
     """The seed of a round's trials: fresh inputs every round, one truth shared by the round's candidates."""
     return seed * 100_003 + round_
+
+
+def trial_seed(seed: int, size_index: int, dist_index: int) -> int:
+    """Seed of one trial's inputs (differs per size and distribution; the weights use `seed` itself)."""
+    return (seed * 7919 + 1009 * (size_index + 1) + 31 * dist_index) % (2**31)
+
+
+def plan_trials(sizes: list[SizeSet], seed: int, distributions: list[str]) -> list[TrialSpec]:
+    """Every size x distribution, in order. Per size: the first call on fresh buffers (traced), the second with new
+    values copied into those buffers, the third on new buffers of the same shape, and so on alternating: together
+    they catch outputs cached by shape, by buffer address or by anything else."""
+    trials: list[TrialSpec] = []
+    for s, size in enumerate(sizes):
+        for d, dist in enumerate(size.distributions or distributions):
+            use: BufferUse = "fresh" if d == 0 else "same" if d % 2 == 1 else "new"
+            trials.append(TrialSpec(id=len(trials), size=s, distribution=dist, seed=trial_seed(seed, s, d), buffer=use,
+                                    trace=d == 0))
+    return trials
+
+
+def plan_timing(device: Device, seed: int) -> TimingPlan:
+    """Pool inputs at secret positions (GPU: a handful among many timed calls; CPU: every timed call is checked)."""
+    rng = secrets.SystemRandom()
+    cfg = settings().timing
+    if device == "cpu":
+        n = max(1, cfg.cpu_reps)
+        positions = [i / max(1, n - 1) for i in range(n)]
+    else:
+        n = cfg.checked_calls
+        positions = sorted(rng.uniform(0.0, 1.0) for _ in range(n))
+    pool = [(seed * 31 + 977 * (i + 1)) % (2**31) for i in range(n)]
+    return TimingPlan(pool_seeds=pool, positions=positions, fresh_seed=rng.randrange(2**31))
 
 
 def write_job(workdir: Path, job: WorkerJob) -> Path:
@@ -119,13 +233,14 @@ def prepare_job(
     device: Device = "cuda",
     sizes: list[SizeSet] | None = None,
     seed: int = 0,
-    time_it: bool = False,
+    trials: list[TrialSpec] | None = None,
+    plan: TimingPlan | None = None,
     time_eager: bool = False,
 ) -> Path:
     """Lay out a workdir (problem copy, candidate file, outputs dir) and write its job; returns the job path.
 
-    `sizes` defaults to the problem's sizes for the device (GPU: `sizes`, CPU: `cpu_sizes`).
-    """
+    `sizes` defaults to the problem's sizes for the device (GPU: `sizes`, CPU: `cpu_sizes`); `trials` to one per
+    size and distribution (plan_trials)."""
     workdir = workdir.resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     problem_copy = workdir / PROBLEM_FILE
@@ -136,14 +251,16 @@ def prepare_job(
         candidate.write_text(code)
     outputs = workdir / "outputs"
     outputs.mkdir(exist_ok=True)
+    sizes = sizes if sizes is not None else (problem.sizes if device == "cuda" else problem.cpu_sizes)
     job = WorkerJob(
         mode=mode,
         problem_path=problem_copy,
         candidate_path=candidate,
-        sizes=sizes if sizes is not None else (problem.sizes if device == "cuda" else problem.cpu_sizes),
+        sizes=sizes,
         device=device,
         seed=seed,
-        time_it=time_it,
+        trials=trials if trials is not None else plan_trials(sizes, seed, settings().validation.distributions),
+        plan=plan,
         time_eager=time_eager,
         result_path=workdir / RESULT_FILE,
         outputs_dir=outputs,

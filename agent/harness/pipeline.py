@@ -1,39 +1,41 @@
-"""The evaluation cascade, cheapest first: extract -> parse -> static policy -> (shared) reference ->
-candidate worker in the sandbox -> parent-side comparison -> timing vs cached baselines.
+"""The evaluation cascade, cheapest first: extract -> parse -> static policy -> (shared) reference -> candidate
+worker behind the sandbox's wall -> the parent's judgement (outputs, trials, run-time rules, timed calls) -> timing.
 
-Whatever a candidate does, these functions return an EvalResult: the agent process never dies of it.
+The parent decides: it chooses the trials and the checked timed calls, requires a record for each, compares every
+output with the fp64 truth itself and applies the run-time rules to what the worker recorded. Whatever a candidate
+does, these functions return an EvalResult (secrets scrubbed from it): the agent process never dies of it.
 """
 
 from __future__ import annotations
 
 import ast
-import hashlib
-import json
 import logging
 import os
 import shutil
 import tempfile
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.harness import extract, policy
-from agent.harness.job import Device, WorkerResult, prepare_job, read_result, worker_argv, worker_env
-from agent.harness.sandbox import SandboxResult, run_sandboxed
+from agent.harness.job import (Device, TimingPlan, TrialSpec, WorkerResult, plan_timing, plan_trials, prepare_job,
+                               read_result, worker_argv, worker_env)
+from agent.harness.sandbox import SandboxResult, SandboxUnavailable, run_sandboxed
 from agent.harness.settings import settings
-from agent.harness.validate import Reference, compare
+from agent.harness.validate import Reference, compare, compare_timed
+from agent.redact import scrub
 from agent.schema import EvalResult, ProblemSpec, SizeSet, Stage, Timing, Verdict
 
 log = logging.getLogger(__name__)
 
 
 class HarnessError(RuntimeError):
-    """The harness itself cannot evaluate (the problem's reference failed): not the candidate's fault."""
+    """The harness itself cannot evaluate (the problem's reference failed, no sandbox): not the candidate's fault."""
 
 
 class EvalRequest(BaseModel):
@@ -49,6 +51,8 @@ class EvalRequest(BaseModel):
     seed: int = 0
     absent: list[str] | None = Field(default=None, description="absent Triton functions (None: agent.stages')")
     memory_mb: int | None = None
+    hide: list[Path] = Field(default_factory=list, description="more directories the candidate must not see (a store)")
+    bandwidth_gbs: float | None = Field(default=None, description="the GPU's peak bandwidth (the timing floor)")
 
 
 def default_device() -> Device:
@@ -61,12 +65,9 @@ def default_device() -> Device:
 def _absent(req: EvalRequest) -> list[str]:
     if req.absent is not None:
         return req.absent
-    try:
-        from agent.stages import absent_triton_functions
+    from agent.stages import absent_triton_functions
 
-        return list(absent_triton_functions())
-    except ImportError:
-        return policy.default_absent()
+    return list(absent_triton_functions())
 
 
 # ---------------------------------------------------------------- static stage
@@ -77,14 +78,18 @@ def _static(req: EvalRequest, device: Device) -> EvalResult | tuple[str, list[st
     code = extract.extract_code(req.source)
     if code is None:
         return EvalResult(verdict=Verdict.NO_CODE, message=extract.why_no_code(req.source), device=device)
+    nul = extract.nul_position(code)
+    if nul is not None:
+        return EvalResult(verdict=Verdict.SYNTAX_ERROR, code=code.replace("\x00", "\\x00"), device=device,
+                          message=f"line {nul[0]}, column {nul[1]}: the code contains a NUL byte (\\x00)")
     try:
         tree = ast.parse(code)
     except SyntaxError as e:
         line = (e.text or "").strip()
         return EvalResult(verdict=Verdict.SYNTAX_ERROR, code=code, device=device,
                           message=f"line {e.lineno}: {e.msg}" + (f": `{line}`" if line else ""))
-    except ValueError as e:  # e.g. null bytes
-        return EvalResult(verdict=Verdict.SYNTAX_ERROR, code=code, device=device, message=str(e))
+    except (ValueError, RecursionError, MemoryError) as e:
+        return EvalResult(verdict=Verdict.SYNTAX_ERROR, code=code, device=device, message=f"the code cannot be parsed: {e}")
     kernels = policy.kernel_names(code)
     if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in ast.walk(tree)) and not any(
         isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "ModelNew" for t in n.targets)
@@ -100,31 +105,33 @@ def _static(req: EvalRequest, device: Device) -> EvalResult | tuple[str, list[st
     return code, kernels
 
 
-# ---------------------------------------------------------------- reference and baselines (shared, cached)
-
-_ref_cache: dict[str, Reference] = {}
-_base_cache: dict[str, WorkerResult] = {}
-_lock = threading.Lock()
+# ---------------------------------------------------------------- one worker
 
 
 def _sizes(problem: ProblemSpec, device: Device) -> list[SizeSet]:
     return problem.sizes if device == "cuda" else problem.cpu_sizes
 
 
-def _problem_key(problem: ProblemSpec, device: Device, seed: int, extra: str = "") -> str:
-    h = hashlib.sha256(problem.path.read_bytes())
-    h.update(json.dumps([s.model_dump() for s in _sizes(problem, device)], sort_keys=True).encode())
-    h.update(f"{device}|{seed}|{settings().validation.distributions}|{extra}".encode())
-    return f"{problem.name}-{h.hexdigest()[:16]}"
-
-
-def _run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, memory_mb: int | None) -> SandboxResult:
+def _run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, memory_mb: int | None,
+                hide: list[Path]) -> SandboxResult:
     cfg = settings().sandbox
     mem = memory_mb or (cfg.memory_mb_cpu if device == "cpu" else cfg.memory_mb_gpu)
-    return run_sandboxed(
-        worker_argv(job_path), workdir=workdir, timeout_s=timeout_s, env=worker_env(device), memory_mb=mem,
-        output_limit_bytes=cfg.output_limit_bytes, address_space_limit=device == "cpu",
-    )
+    env = worker_env(device)
+    expose = []
+    if env.get("AGENT_GPU_LOCK"):  # the worker takes this GPU's lock: visible (read-only) inside the sandbox
+        from agent.harness.gpulock import ensure
+
+        ensure(Path(env["AGENT_GPU_LOCK"]))
+        expose.append(Path(env["AGENT_GPU_LOCK"]).parent)
+    try:
+        sb = run_sandboxed(worker_argv(job_path), workdir=workdir, timeout_s=timeout_s, env=env, memory_mb=mem,
+                           output_limit_bytes=cfg.output_limit_bytes, address_space_limit=device == "cpu",
+                           hide=hide, expose=expose)
+    except SandboxUnavailable as e:
+        raise HarnessError(str(e)) from e
+    if not sb.contained:
+        raise HarnessError(f"the sandbox could not be built: {sb.stderr.strip().splitlines()[-1] if sb.stderr.strip() else '?'}")
+    return sb
 
 
 def _load_tensors(path: Path | None, key: str, workdir: Path) -> list[list]:
@@ -140,81 +147,6 @@ def _load_tensors(path: Path | None, key: str, workdir: Path) -> list[list]:
     except Exception as e:  # missing or corrupt: treated as no outputs
         log.debug("could not load %s: %s", path, e)
         return []
-
-
-def reference(problem: ProblemSpec, device: Device, seed: int = 0, time_eager: bool = False) -> Reference:
-    """The truth for a problem (computed in a sandboxed worker that never sees candidate code; cached)."""
-    key = _problem_key(problem, device, seed)
-    with _lock:
-        if key in _ref_cache:
-            return _ref_cache[key]
-        workdir = Path(tempfile.mkdtemp(prefix="agent-ref-"))
-        try:
-            job = prepare_job(workdir, "reference", problem, device=device, seed=seed, time_eager=time_eager)
-            sb = _run_worker(workdir, job, device, settings().sandbox.reference_timeout_s, None)
-            res = read_result(workdir / "result.json")
-            if res is None or not res.ok:
-                why = res.error.message if res and res.error else _sandbox_failure(sb)
-                raise HarnessError(f"the reference for problem {problem.name} failed: {why}")
-            ref = Reference(trials=res.trials, truths=_load_tensors(res.outputs_file, "truths", workdir),
-                            eager_ms=res.eager.median_ms if res.eager else None)
-            if len(ref.truths) != len(ref.trials):
-                raise HarnessError(f"the reference for problem {problem.name} wrote no truths")
-            _ref_cache[key] = ref
-            return ref
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _gpu_name() -> str:
-    try:
-        import subprocess
-
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i",
-                              os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"],
-                             capture_output=True, text=True, timeout=20)
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "cuda"
-    except (OSError, IndexError, subprocess.TimeoutExpired):
-        return "cuda"
-
-
-def baseline(problem: ProblemSpec, device: Device, cache_dir: Path | None, seed: int = 0) -> WorkerResult | None:
-    """Eager and torch.compile timings at the problem's timed size (GPU), cached per problem/size/GPU."""
-    if device != "cuda":
-        return None
-    import torch
-
-    key = _problem_key(problem, device, seed, f"{_gpu_name()}|{torch.__version__}|{settings().timing}")
-    with _lock:
-        if key in _base_cache:
-            return _base_cache[key]
-        cached = cache_dir / "baselines" / f"{key}.json" if cache_dir else None
-        if cached and cached.exists():
-            try:
-                _base_cache[key] = WorkerResult.model_validate_json(cached.read_text())
-                return _base_cache[key]
-            except ValueError:
-                pass
-        workdir = Path(tempfile.mkdtemp(prefix="agent-base-"))
-        try:
-            job = prepare_job(workdir, "baseline", problem, device=device, seed=seed,
-                              sizes=_sizes(problem, device)[:1])
-            sb = _run_worker(workdir, job, device, settings().sandbox.baseline_timeout_s, None)
-            res = read_result(workdir / "result.json")
-            if res is None or not res.ok:
-                log.warning("baseline timing for %s failed: %s", problem.name,
-                            res.error.message if res and res.error else _sandbox_failure(sb))
-                return None
-            _base_cache[key] = res
-            if cached:
-                cached.parent.mkdir(parents=True, exist_ok=True)
-                cached.write_text(res.model_dump_json(indent=2))
-            return res
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-
-
-# ---------------------------------------------------------------- one candidate
 
 
 def _sandbox_failure(sb: SandboxResult) -> str:
@@ -239,20 +171,134 @@ def _trace_hint(stderr: str) -> str:
     return f" (candidate line {line}, in {fn})"
 
 
-def _run_candidate(req: EvalRequest, device: Device, code: str, kernels: list[str],
-                   shared: Callable[[], tuple[Reference, WorkerResult | None]]) -> EvalResult:
-    """Run the candidate's worker, then (after it, so the two can overlap in CPU mode) fetch the shared
-    reference and baseline, and judge."""
+class Shared:
+    """The truths and baselines a round's candidates share, computed once each (in workers that never see candidate
+    code) and kept, bounded, by the evaluator that owns this object."""
+
+    def __init__(self, max_entries: int = 8) -> None:
+        self._refs: dict[tuple, Reference] = {}
+        self._bases: dict[tuple, WorkerResult | None] = {}
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+
+    def reference(self, problem: ProblemSpec, device: Device, seed: int, trials: list[TrialSpec], plan: TimingPlan | None,
+                  hide: list[Path], time_eager: bool = False) -> Reference:
+        key = (problem.path, problem.path.read_bytes(), device, seed, tuple(t.model_dump_json() for t in trials),
+               plan.model_dump_json() if plan else "")
+        with self._lock:
+            if key in self._refs:
+                return self._refs[key]
+            workdir = Path(tempfile.mkdtemp(prefix="agent-ref-"))
+            try:
+                job = prepare_job(workdir, "reference", problem, device=device, seed=seed, trials=trials, plan=plan,
+                                  time_eager=time_eager)
+                sb = _run_worker(workdir, job, device, settings().sandbox.reference_timeout_s, None, hide)
+                res = read_result(workdir / "result.json")
+                if res is None or not res.ok:
+                    why = res.error.message if res and res.error else _sandbox_failure(sb)
+                    raise HarnessError(f"the reference for problem {problem.name} failed: {why}")
+                ref = Reference(trials=res.trials, truths=_load_tensors(res.outputs_file, "truths", workdir),
+                                pool=_load_tensors(res.outputs_file, "pool", workdir),
+                                eager_ms=res.eager.median_ms if res.eager else None)
+                if len(ref.truths) != len(ref.trials) or [t.id for t in ref.trials] != [t.id for t in trials]:
+                    raise HarnessError(f"the reference for problem {problem.name} wrote no truths")
+                while len(self._refs) >= self.max_entries:
+                    self._refs.pop(next(iter(self._refs)))
+                self._refs[key] = ref
+                return ref
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+    def baseline(self, problem: ProblemSpec, device: Device, cache_dir: Path | None, hide: list[Path]) -> WorkerResult | None:
+        """Eager and torch.compile timings at the problem's timed size (GPU), cached per problem/size/GPU."""
+        if device != "cuda":
+            return None
+        import hashlib
+        import json
+
+        import torch
+
+        h = hashlib.sha256(problem.path.read_bytes())
+        h.update(json.dumps([s.model_dump() for s in _sizes(problem, device)], sort_keys=True).encode())
+        h.update(f"{_gpu_name()}|{torch.__version__}|{settings().timing}".encode())
+        name = f"{problem.name}-{h.hexdigest()[:16]}"
+        with self._lock:
+            if name in self._bases:
+                return self._bases[name]
+            cached = cache_dir / "baselines" / f"{name}.json" if cache_dir else None
+            if cached and cached.exists():
+                try:
+                    self._bases[name] = WorkerResult.model_validate_json(cached.read_text())
+                    return self._bases[name]
+                except ValueError:
+                    pass
+            workdir = Path(tempfile.mkdtemp(prefix="agent-base-"))
+            try:
+                sizes = _sizes(problem, device)[:1]
+                job = prepare_job(workdir, "baseline", problem, device=device, sizes=sizes,
+                                  trials=plan_trials(sizes, 0, ["problem"]))
+                sb = _run_worker(workdir, job, device, settings().sandbox.baseline_timeout_s, None, hide)
+                res = read_result(workdir / "result.json")
+                if res is None or not res.ok:
+                    log.warning("baseline timing for %s failed: %s", problem.name,
+                                res.error.message if res and res.error else _sandbox_failure(sb))
+                    self._bases[name] = None
+                    return None
+                self._bases[name] = res
+                if cached:
+                    try:
+                        cached.parent.mkdir(parents=True, exist_ok=True)
+                        cached.write_text(res.model_dump_json(indent=2))
+                    except OSError as e:  # a read-only cache: timings are still right, only not remembered
+                        log.debug("cannot cache the baseline: %s", e)
+                return res
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _gpu_name() -> str:
+    try:
+        import subprocess
+
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i",
+                              os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "cuda"
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "cuda"
+
+
+# ---------------------------------------------------------------- one candidate
+
+
+class _Job(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    req: EvalRequest
+    device: Device
+    code: str
+    kernels: list[str]
+    trials: list[TrialSpec]
+    plan: TimingPlan | None
+
+
+def _run_candidate(job: _Job, shared: Callable[[], tuple[Reference, WorkerResult | None]]) -> EvalResult:
+    """Run the candidate's worker, then (after it, so the two can overlap in CPU mode) fetch the shared reference
+    and baseline, and judge."""
+    from agent.harness.judge import judge
+
+    req, device = job.req, job.device
     start = time.monotonic()
     workdir = Path(tempfile.mkdtemp(prefix="agent-eval-"))
-    result = EvalResult(verdict=Verdict.RUNTIME_ERROR, message="", code=code, kernels=kernels, device=device)
+    result = EvalResult(verdict=Verdict.RUNTIME_ERROR, message="", code=job.code, kernels=job.kernels, device=device)
     try:
-        job = prepare_job(workdir, "evaluate", req.problem, code=code, device=device, seed=req.seed,
-                          time_it=req.time_it)
-        sb = _run_worker(workdir, job, device, req.timeout_s, req.memory_mb)
+        path = prepare_job(workdir, "evaluate", req.problem, code=job.code, device=device, seed=req.seed,
+                           trials=job.trials, plan=job.plan)
+        sb = _run_worker(workdir, path, device, req.timeout_s, req.memory_mb, req.hide)
         res = read_result(workdir / "result.json")
         ref, base = shared()
-        _judge(result, sb, res, ref, base, workdir, req.timeout_s, device)
+        outputs = _load_tensors(res.outputs_file, "outputs", workdir) if res else []
+        timed = _load_tensors(res.outputs_file, "timing", workdir) if res else []
+        judge(result, sb, res, ref, base, outputs, timed, job.trials, req, device)
     except HarnessError:
         raise
     except Exception as e:  # a harness bug must not take the agent down either
@@ -264,40 +310,66 @@ def _run_candidate(req: EvalRequest, device: Device, code: str, kernels: list[st
     return result
 
 
-def _judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: Reference,
-           base: WorkerResult | None, workdir: Path, timeout_s: float, device: Device) -> None:
-    outputs = _load_tensors(res.outputs_file, "outputs", workdir) if res else []
-    trials = res.trials[: len(outputs)] if res else []
-    v = compare(ref, trials, outputs, res.config_labels if res else []) if trials else None
-    if v is not None:
-        result.checks = v.checks
-    if v is not None and not v.passed and trials:
-        # a wrong answer is the verdict even where the worker later crashed or hung (e.g. while timing)
-        result.verdict, result.message = Verdict.INCORRECT, v.message
-        return
-    if sb.timed_out:
-        phase = f" while {_phase_words(res.phase)}" if res else ""
-        result.verdict, result.message = Verdict.TIMEOUT, f"no result within {timeout_s:g} s{phase}: an infinite loop or a far too slow kernel?"
-        return
-    if res is None or (not res.ok and res.error is None):
-        result.verdict = Verdict.RUNTIME_ERROR
-        result.message = "the candidate's process died: " + _sandbox_failure(sb)
-        return
-    if res.error is not None:
-        result.verdict = Verdict.COMPILE_ERROR if res.error.kind == "compile_error" else Verdict.RUNTIME_ERROR
-        result.message = f"{_phase_words(res.error.phase)}: {res.error.message}"
-        return
-    if v is None:
-        result.verdict, result.message = Verdict.RUNTIME_ERROR, "the candidate produced no outputs"
-        return
-    if res.kernels_tracked and not res.kernels_launched:
-        result.verdict = Verdict.RULE_VIOLATION
-        result.message = (f"forward never launched the candidate's Triton kernels ({', '.join(res.kernels_tracked)}): "
-                          "the work must be done in Triton, not by PyTorch beside an unused kernel")
-        return
-    result.verdict, result.message = Verdict.CORRECT, v.message
-    if res.timing is not None:
-        result.timing = _timing(res, ref, base, device)
+# ---------------------------------------------------------------- public entry points
+
+
+def evaluate(req: EvalRequest, shared: Shared | None = None) -> EvalResult:
+    """Evaluate one answer: the verdict, a message an LLM can act on, checks and (if correct) timing."""
+    return evaluate_many([req], shared)[0]
+
+
+def evaluate_many(reqs: list[EvalRequest], shared: Shared | None = None) -> list[EvalResult]:
+    """Evaluate several answers, sharing one reference (and baseline) per problem/sizes/seed/device (`shared` keeps
+    them across calls; by default they live for this call only).
+
+    GPU: candidates run one after another (their timings must not overlap). CPU mode: in parallel.
+    """
+    shared = shared or Shared()
+    results: list[EvalResult | None] = [None] * len(reqs)
+    runnable: list[tuple[int, _Job]] = []
+    plans: dict[tuple, tuple[list[TrialSpec], TimingPlan | None]] = {}
+    for i, req in enumerate(reqs):
+        device = req.device or default_device()
+        t0 = time.monotonic()
+        static = _static(req, device)
+        if isinstance(static, EvalResult):
+            static.duration_s = time.monotonic() - t0
+            results[i] = static
+            continue
+        key = (req.problem.path, device, req.seed, req.time_it)
+        if key not in plans:  # one plan per problem/seed/device: the round's candidates share one truth
+            trials = plan_trials(_sizes(req.problem, device), req.seed, settings().validation.distributions)
+            plans[key] = (trials, plan_timing(device, req.seed) if req.time_it else None)
+        trials, plan = plans[key]
+        runnable.append((i, _Job(req=req, device=device, code=static[0], kernels=static[1], trials=trials, plan=plan)))
+
+    def truth(job: _Job) -> tuple[Reference, WorkerResult | None]:
+        r = job.req
+        ref = shared.reference(r.problem, job.device, r.seed, job.trials, job.plan, r.hide, time_eager=job.device == "cpu")
+        # Baselines are timed once per problem/size/GPU, not per round: their speed does not depend on the seed.
+        return ref, (shared.baseline(r.problem, job.device, r.cache_dir, r.hide) if r.time_it else None)
+
+    def run(item: tuple[int, _Job]) -> None:
+        i, job = item
+        results[i] = _run_candidate(job, lambda: truth(job))
+
+    # GPU: reference and baseline first, then one candidate at a time (timings must not overlap).
+    for item in (r for r in runnable if r[1].device == "cuda"):
+        truth(item[1])
+        run(item)
+    # CPU mode: candidates run in parallel, and the (cached, locked) reference alongside the first of them.
+    cpu = [r for r in runnable if r[1].device == "cpu"]
+    if cpu:
+        with ThreadPoolExecutor(max_workers=max(1, min(len(cpu) + 1, os.cpu_count() or 1))) as pool:
+            first = pool.submit(truth, cpu[0][1])
+            list(pool.map(run, cpu))
+            first.result()
+    out = [r for r in results if r is not None]
+    for r in out:
+        r.message = scrub(r.message)
+        for c in r.checks:
+            c.note = scrub(c.note)
+    return out
 
 
 def _phase_words(phase: str) -> str:
@@ -307,7 +379,7 @@ def _phase_words(phase: str) -> str:
     }.get(phase, phase)
 
 
-def _timing(res: WorkerResult, ref: Reference, base: WorkerResult | None, device: Device) -> Timing:
+def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, device: Device) -> Timing:
     t = res.timing
     assert t is not None
     eager = base.eager if base else None
@@ -322,54 +394,3 @@ def _timing(res: WorkerResult, ref: Reference, base: WorkerResult | None, device
         speedup_vs_compile=comp.median_ms / t.median_ms if comp and t.median_ms > 0 else None,
         repeats=t.repeats, meaningful=device == "cuda", note="; ".join(notes),
     )
-
-
-# ---------------------------------------------------------------- public entry points
-
-
-def evaluate(req: EvalRequest) -> EvalResult:
-    """Evaluate one answer: the verdict, a message an LLM can act on, checks and (if correct) timing."""
-    return evaluate_many([req])[0]
-
-
-def evaluate_many(reqs: list[EvalRequest]) -> list[EvalResult]:
-    """Evaluate several answers, sharing one reference (and baseline) per problem/sizes/seed/device.
-
-    GPU: candidates run one after another (their timings must not overlap). CPU mode: in parallel.
-    """
-    start = time.monotonic()
-    results: list[EvalResult | None] = [None] * len(reqs)
-    runnable: list[tuple[int, EvalRequest, Device, str, list[str]]] = []
-    for i, req in enumerate(reqs):
-        device = req.device or default_device()
-        t0 = time.monotonic()
-        static = _static(req, device)
-        if isinstance(static, EvalResult):
-            static.duration_s = time.monotonic() - t0
-            results[i] = static
-        else:
-            runnable.append((i, req, device, *static))
-
-    def shared(item: tuple[int, EvalRequest, Device, str, list[str]]) -> tuple[Reference, WorkerResult | None]:
-        _, req, device, _, _ = item
-        ref = reference(req.problem, device, req.seed, time_eager=device == "cpu")
-        # Baselines are timed once per problem/size/GPU, not per round: their speed does not depend on the seed.
-        return ref, (baseline(req.problem, device, req.cache_dir) if req.time_it else None)
-
-    def run(item: tuple[int, EvalRequest, Device, str, list[str]]) -> None:
-        i, req, device, code, kernels = item
-        results[i] = _run_candidate(req, device, code, kernels, lambda: shared(item))
-
-    # GPU: reference and baseline first, then one candidate at a time (timings must not overlap).
-    for item in (r for r in runnable if r[2] == "cuda"):
-        shared(item)
-        run(item)
-    # CPU mode: candidates run in parallel, and the (cached, locked) reference alongside the first of them.
-    cpu = [r for r in runnable if r[2] == "cpu"]
-    if cpu:
-        with ThreadPoolExecutor(max_workers=max(1, min(len(cpu) + 1, os.cpu_count() or 1))) as pool:
-            for item in cpu[:1]:
-                pool.submit(shared, item)
-            list(pool.map(run, cpu))
-    log.debug("evaluated %d candidates in %.1f s", len(reqs), time.monotonic() - start)
-    return [r for r in results if r is not None]

@@ -1,22 +1,31 @@
-"""Run any command isolated: private /tmp and no network (namespaces), temp cwd and HOME, no secrets in the
-environment, a wall-clock timeout that kills the whole process group, memory / file / output limits.
+"""Run any command behind the candidate's wall (agent.harness.contain), with a wall-clock timeout that kills every
+process it started, resident-memory and output limits, and its output captured to files.
 
-As root, `unshare --net --mount --fork` gives the command its own mount and network namespaces: a tmpfs on
-/tmp (the workdir, if it lies under /tmp, is bound back at the same path) and only a loopback interface. Where
-that is refused, an unprivileged user namespace is tried, and failing that the command runs without namespaces
-(logged once as a warning). Limits: RLIMIT_CORE=0 and RLIMIT_FSIZE always; RLIMIT_AS only when asked
-(CPU mode: CUDA reserves a huge address space), otherwise the group's resident memory is polled.
+The wall, as this machine allows it (probed once per process):
+- "namespaces": we are root. unshare gives the command its own PID, mount and network namespaces; contain.py
+  makes every mount read-only, masks /tmp, HOME, the agent's store and working directory behind empty tmpfs
+  (the workdir and the interpreter's paths bound back), then drops to uid 65534 with no_new_privs.
+- "user-namespaces": not root, but unprivileged user namespaces work: the same, mapped to our own uid as 0,
+  with every capability dropped instead of a uid change.
+- neither: refused (SandboxUnavailable) unless AGENT_UNSAFE_NO_SANDBOX=1 says to run without the wall.
+
+Whatever the command does, run_sandboxed returns a SandboxResult; it never raises for it.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
 import shutil
 import signal as _signal
 import subprocess
+import sys
+import tempfile
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -28,25 +37,40 @@ log = logging.getLogger(__name__)
 
 _POLL_S = 0.05
 _TAIL_BYTES = 64 * 1024
+CONTAIN = Path(__file__).with_name("contain.py")
+NOBODY = 65534
+UNSAFE_ENV = "AGENT_UNSAFE_NO_SANDBOX"
 
-# Only these variables reach a candidate (then anything that looks like a secret is dropped anyway).
+# Only these variables reach a command (then anything that looks like a secret is dropped anyway).
 _KEEP_NAMES = {
-    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "LD_PRELOAD_PATH", "PYTHONPATH", "VIRTUAL_ENV",
-    "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CC", "CXX", "CPATH", "LIBRARY_PATH", "PYENV_VERSION", "PYENV_ROOT",
+    "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV",
+    "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CC", "CXX", "CPATH", "LIBRARY_PATH",
 }
 _KEEP_PREFIXES = (
     "LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "TORCHINDUCTOR_", "PYTORCH_", "CUBLAS_", "CUDNN_", "NCCL_",
     "OMP_", "MKL_", "KMP_", "OPENBLAS_", "NV_", "NSIGHT_", "NCU_",
 )
-_SECRET = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.I)
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|CERT", re.I)
 _SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AWS_", "AZURE_", "GOOGLE_", "GITHUB_", "GH_", "HF_", "HUGGING")
+# Left writable at the mount level: the namespace's own /proc (CUDA's driver writes there: on an H100, cuInit fails
+# with error 304 under a read-only /proc); its files' permissions keep the unprivileged uid to its own process's.
+_EXEMPT = ("/proc",)
+# Masked, but left writable: every user's scratch space, private to the namespace and gone with it.
+_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
+# Never masked, even when HOME or the working directory is one of them: the system itself lives there.
+_SYSTEM = ("/", "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib64", "/opt", "/proc", "/sys", "/dev", "/var", "/run")
+
+
+class SandboxUnavailable(RuntimeError):
+    """This machine refuses every kind of namespace: candidates cannot be contained here."""
 
 
 class SandboxResult(BaseModel):
     returncode: int | None = None
     signal: str | None = None
     timed_out: bool = False
-    killed: str | None = None  # "timeout" | "memory" | "output": why the sandbox killed the group
+    killed: str | None = None  # "timeout" | "memory" | "output": why the sandbox killed the command
+    contained: bool = True  # False: the wall could not be built (contain.py exited 125), the command never ran
     stdout: str = ""
     stderr: str = ""
     stdout_path: Path | None = None
@@ -60,81 +84,159 @@ class SandboxResult(BaseModel):
         return self.returncode == 0 and self.killed is None
 
 
+@dataclass(frozen=True)
+class Isolation:
+    """What this machine lets us build: unshare flags, and the uid a command is dropped to (None: none mapped)."""
+
+    kind: str
+    unshare: list[str] = field(default_factory=list)
+    uid: int | None = None
+
+
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The parent's environment reduced to what tools need, without anything that looks like a secret."""
     env = {k: v for k, v in os.environ.items() if k in _KEEP_NAMES or k.startswith(_KEEP_PREFIXES)}
     env.update(extra or {})
-    return {k: v for k, v in env.items() if not _SECRET.search(k) and not k.upper().startswith(_SECRET_PREFIXES)}
+    return {k: v for k, v in env.items() if not SECRET_NAME.search(k) and not k.upper().startswith(_SECRET_PREFIXES)}
 
 
-# The script that runs inside the new namespaces: a private /tmp, loopback up, exec. The new tmpfs is built aside
-# (at $W/.ns-tmp), the paths the command needs from the real /tmp (its workdir, and our package or a virtualenv
-# when they live under /tmp) are bound into it while still reachable, then it is moved over /tmp in one step.
-_NS_SCRIPT = r"""
-set -e
-W="$1"; SIZE="$2"; KEEP="$3"; shift 3
-N="$W/.ns-tmp"
-mkdir -p "$N"
-mount -t tmpfs -o "mode=1777,size=${SIZE}m" tmpfs "$N"
-IFS=:
-for P in $KEEP; do
-  [ -n "$P" ] || continue
-  mkdir -p "$N${P#/tmp}"
-  mount --bind "$P" "$N${P#/tmp}"
-done
-unset IFS
-mount --move "$N" /tmp
-cd "$W"
-(ip link set lo up || true) >/dev/null 2>&1
-exec "$@"
-"""
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
-def _under_tmp(path: Path) -> bool:
-    return path == Path("/tmp") or Path("/tmp") in path.parents
-
-
-def keep_paths(workdir: Path) -> list[str]:
-    """What must stay visible under the private /tmp: the workdir and, where they live in /tmp, our package,
-    the interpreter's prefix (a virtualenv) and every import path, outermost only."""
-    import sys
-
+def _import_paths() -> list[Path]:
+    """Where the worker's imports come from. A checkout on sys.path (an editable install) contributes only its
+    `agent` package, so that the rest of it (the store: candidates/, profiles/) stays masked."""
     import agent
 
-    found = [workdir, Path(agent.__file__).resolve().parent.parent, Path(sys.prefix).resolve()]
-    found += [Path(p).resolve() for p in sys.path if p]
-    found += [Path(p).resolve() for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    paths = sorted({p for p in found if _under_tmp(p) and p != Path("/tmp") and p.exists()}, key=lambda p: len(p.parts))
-    outer: list[Path] = []
+    package = Path(agent.__file__).resolve().parent
+    found = [package, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent]
+    entries = list(sys.path) + os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    cwd = Path.cwd().resolve()
+    for p in entries:
+        if not p:
+            continue
+        path = Path(p).resolve()
+        if path in (package.parent, cwd):
+            continue  # the checkout (its package is kept above), our working directory (the worker has its own)
+        found.append(path)
+    return [p for p in found if p.exists()]
+
+
+def _masks(hide: Sequence[Path]) -> list[Path]:
+    """Directories replaced by an empty tmpfs: scratch space every user shares, homes, the agent's own places."""
+    import agent
+
+    home = Path(os.environ.get("HOME") or "/root")
+    candidates = [Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/user"), Path("/run/secrets"),
+                  Path("/root"), Path("/home"), home, Path.cwd(), Path(agent.__file__).resolve().parent.parent,
+                  *hide]
+    out: list[Path] = []
+    for c in candidates:
+        try:
+            c = c.resolve()
+        except OSError:
+            continue
+        if c.is_dir() and str(c) not in _SYSTEM and not any(_under(Path(s), c) for s in _SYSTEM if s != "/"):
+            if c not in out:
+                out.append(c)
+    return sorted(out, key=lambda p: len(p.parts))
+
+
+def _closed_ancestors(paths: list[Path], iso: Isolation) -> list[Path]:
+    """Directories above a kept path that the unprivileged uid cannot traverse (a 0700 home or mkdtemp): masked too,
+    so that the kept paths are bound back under a tmpfs it can walk through."""
+    if iso.uid is None:
+        return []
+    found = []
     for p in paths:
-        if not any(o in p.parents for o in outer):
-            outer.append(p)
-    return [str(p) for p in outer]
+        for a in reversed(p.parents):
+            try:
+                if not a.stat().st_mode & 0o001:
+                    found.append(a)
+                    break
+            except OSError:
+                break
+    return found
+
+
+def contain_spec(workdir: Path, iso: Isolation, limits: dict[str, int], hide: Sequence[Path] = (),
+                 expose: Sequence[Path] = ()) -> dict:
+    """What contain.py builds for one command: masks with the paths kept under each, the writable workdir,
+    limits and the uid. Staging directories for the masks are created here, inside the workdir."""
+    limits = dict(limits)
+    if not iso.unshare:
+        return {"namespaces": False, "cwd": str(workdir), "limits": limits, "uid": iso.uid, "gid": iso.uid}
+    keep_all = [workdir, *expose, *_import_paths()]
+    masks: list[Path] = []
+    for m in _masks([*hide, *_closed_ancestors(keep_all, iso)]):  # outermost first
+        if any(_under(m, k) for k in keep_all):
+            log.debug("not masking %s: it lies in a path the worker needs", m)
+        elif not any(_under(m, o) for o in masks):  # one inside another mask is hidden by it already
+            masks.append(m)
+    pairs: list[tuple[str, list[str], bool]] = []
+    for m in masks:
+        kept = sorted({p for p in keep_all if _under(p, m)}, key=lambda p: len(p.parts))
+        firsts: list[Path] = []
+        for p in kept:
+            if not any(_under(p, o) for o in firsts):
+                firsts.append(p)
+        pairs.append((str(m), [str(p) for p in firsts], str(m) in _SCRATCH))
+    stage_root = workdir / ".ns"
+    stages = []
+    for i in range(len(pairs)):
+        d = stage_root / str(i)
+        d.mkdir(parents=True, exist_ok=True)
+        stages.append(str(d))
+    return {"namespaces": True, "masks": pairs, "stages": stages, "writable": [str(workdir)], "exempt": list(_EXEMPT),
+            "tmpfs_mb": settings().sandbox.tmpfs_mb, "cwd": str(workdir), "limits": limits,
+            "uid": iso.uid, "gid": iso.uid}
+
+
+def _unshare_cmd(flags: list[str]) -> list[str]:
+    return ["unshare", *flags, "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--mount", "--net", "--"]
 
 
 @lru_cache(maxsize=1)
-def _namespace_flags() -> tuple[list[str], str]:
-    """The unshare flags that work here (probed once), and the isolation they give."""
-    unshare, sh = shutil.which("unshare"), shutil.which("sh")
-    if unshare and sh:
-        tries = ([["--net", "--mount", "--fork"]] if os.geteuid() == 0 else []) + [
-            ["--user", "--map-root-user", "--net", "--mount", "--fork"]
-        ]
-        for flags in tries:
-            probe = [unshare, *flags, "--", sh, "-c", "mount -t tmpfs -o size=1m tmpfs /tmp"]
+def probe() -> Isolation:
+    """The strongest wall this machine allows (probed once, by building it around `true`)."""
+    tries: list[tuple[str, list[str], int | None]] = []
+    if os.geteuid() == 0:
+        tries.append(("namespaces", [], NOBODY))
+    tries.append(("user-namespaces", ["--user", "--map-root-user"], None))
+    why = ""
+    for kind, flags, uid in tries:
+        iso = Isolation(kind=kind, unshare=_unshare_cmd(flags), uid=uid)
+        with tempfile.TemporaryDirectory(prefix="agent-probe-") as d:
+            work = Path(d)
+            if uid is not None:
+                os.chown(work, uid, uid)
+            spec = contain_spec(work, iso, {"core": 0})
+            cmd = [*iso.unshare, sys.executable, "-I", "-S", str(CONTAIN), json.dumps(spec), "--", "true"]
             try:
-                r = subprocess.run(probe, capture_output=True, timeout=20)
-            except (OSError, subprocess.TimeoutExpired):
+                r = subprocess.run(cmd, capture_output=True, timeout=30, env=clean_env())
+            except (OSError, subprocess.TimeoutExpired) as e:
+                why = str(e)
                 continue
             if r.returncode == 0:
-                return flags, ("user-namespaces" if "--user" in flags else "namespaces")
-    log.warning("unshare is refused here: candidates run without a private /tmp and with network access")
-    return [], "none"
+                return iso
+            why = r.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {r.returncode}"]
+            why = why[0]
+            log.debug("sandbox probe %s refused: %s", kind, why)
+    if os.environ.get(UNSAFE_ENV) == "1":
+        log.warning("no namespaces here and %s=1: candidates run WITHOUT their wall", UNSAFE_ENV)
+        return Isolation(kind="none", uid=NOBODY if os.geteuid() == 0 else None)
+    raise SandboxUnavailable(
+        f"cannot contain candidates on this machine ({why}): enable unprivileged user namespaces, or set "
+        f"{UNSAFE_ENV}=1 to run candidates unconfined")
 
 
 def isolation() -> str:
     """What run_sandboxed gives on this machine: 'namespaces', 'user-namespaces' or 'none'."""
-    return _namespace_flags()[1]
+    try:
+        return probe().kind
+    except SandboxUnavailable:
+        return "none"
 
 
 def run_sandboxed(
@@ -147,42 +249,43 @@ def run_sandboxed(
     output_limit_bytes: int = 1 << 20,
     address_space_limit: bool = False,
     file_limit_mb: int | None = None,
+    hide: Sequence[Path] = (),
+    expose: Sequence[Path] = (),
 ) -> SandboxResult:
-    """Run argv in workdir, isolated and limited; never raises for anything the command does.
+    """Run argv in workdir behind the wall; never raises for anything the command does.
 
-    memory_mb: resident memory of the whole process group, polled (and also RLIMIT_AS when
-    address_space_limit, for CPU-only commands). stdout/stderr go to workdir/stdout.log and stderr.log;
-    more than output_limit_bytes in total kills the group. The result carries their tails.
-    """
+    memory_mb: resident memory of the whole process tree, polled (also RLIMIT_AS when address_space_limit, for
+    CPU-only commands: CUDA reserves a huge address space). stdout/stderr go to workdir/stdout.log and
+    stderr.log; more than output_limit_bytes in total kills the command. `hide`: more directories to mask
+    (a store elsewhere); `expose`: more paths to keep visible, read-only (a lock directory).
+    Raises SandboxUnavailable where no wall can be built at all (see the module doc)."""
     cfg = settings().sandbox
+    iso = probe()
     workdir = Path(workdir).resolve()
     home, tmp = workdir / "home", workdir / "tmp"
     for d in (workdir, home, tmp):
         d.mkdir(parents=True, exist_ok=True)
-    flags, kind = _namespace_flags()
-    full_env = clean_env(env)
-    full_env.update({"HOME": str(home), "TMPDIR": "/tmp" if flags else str(tmp), "PYTHONDONTWRITEBYTECODE": "1"})
-
-    limits = ["--core=0", f"--fsize={(file_limit_mb or cfg.file_limit_mb) << 20}"]
+    limits = {"core": 0, "fsize": (file_limit_mb or cfg.file_limit_mb) << 20, "nproc": cfg.max_processes,
+              "cpu": int(timeout_s * (os.cpu_count() or 1)) + 60}
     if memory_mb and address_space_limit:
-        limits.append(f"--as={memory_mb << 20}")
-    cmd = [str(a) for a in argv]
-    if flags:
-        cmd = [shutil.which("unshare") or "unshare", *flags, "--", shutil.which("sh") or "sh", "-c", _NS_SCRIPT,
-               "sh", str(workdir), str(cfg.tmpfs_mb), ":".join(keep_paths(workdir)), *cmd]
-    prlimit = shutil.which("prlimit")
-    if prlimit:
-        cmd = [prlimit, *limits, "--", *cmd]
+        limits["as"] = memory_mb << 20
+    exe = shutil.which(str(argv[0])) if argv else None
+    if exe:  # the command itself stays reachable wherever it lives (an ncu in /var/tmp or under HOME)
+        expose = [*expose, Path(exe).resolve().parent]
+    spec = contain_spec(workdir, iso, limits, hide, expose)
+    if iso.uid is not None:
+        _chown_tree(workdir, iso.uid)
+    full_env = clean_env(env)
+    full_env.update({"HOME": str(home), "TMPDIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"})
+    cmd = [*iso.unshare, sys.executable, "-I", "-S", str(CONTAIN), json.dumps(spec), "--", *[str(a) for a in argv]]
 
     out_path, err_path = workdir / "stdout.log", workdir / "stderr.log"
-    result = SandboxResult(stdout_path=out_path, stderr_path=err_path, isolation=kind)
+    result = SandboxResult(stdout_path=out_path, stderr_path=err_path, isolation=iso.kind)
     start = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         try:
-            proc = subprocess.Popen(
-                cmd, cwd=workdir, env=full_env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True, preexec_fn=None if prlimit else _fallback_limits(limits),
-            )
+            proc = subprocess.Popen(cmd, cwd=workdir, env=full_env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                    start_new_session=True)
         except OSError as e:
             result.returncode, result.stderr = 127, f"could not start {argv[0]}: {e}"
             return result
@@ -193,92 +296,95 @@ def run_sandboxed(
                     break
                 except subprocess.TimeoutExpired:
                     pass
-                elapsed = time.monotonic() - start
-                rss = _group_rss_mb(proc.pid)
+                rss = _tree_rss_mb(proc.pid)
                 result.peak_rss_mb = max(result.peak_rss_mb, rss)
-                if elapsed > timeout_s:
+                if time.monotonic() - start > timeout_s:
                     result.killed, result.timed_out = "timeout", True
                 elif memory_mb and rss > memory_mb:
                     result.killed = "memory"
                 elif _size(out_path) + _size(err_path) > output_limit_bytes:
                     result.killed = "output"
                 if result.killed:
-                    _kill_group(proc.pid)
-                    proc.wait()
                     break
         finally:
-            _kill_group(proc.pid)  # whatever the command left behind dies with it
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            _await_group_exit(proc.pid)
+            _kill_tree(proc)
     result.wall_s = time.monotonic() - start
     rc = proc.returncode
     if rc is not None and rc < 0:
         result.signal = _signal_name(-rc)
+    elif rc is not None and iso.unshare and 128 < rc < 128 + 65:
+        result.signal = _signal_name(rc - 128)  # contain.py's init reports a killed command as 128 + signal
     result.returncode = rc
     result.stdout, result.stderr = _tail(out_path), _tail(err_path)
+    if rc == 125 and "agent sandbox: cannot contain" in result.stderr:
+        result.contained = False
     return result
 
 
-def _fallback_limits(limits: list[str]):
-    """Without prlimit(1): the same limits from a preexec hook (not thread-safe, hence only the fallback)."""
-    import resource
-
-    names = {"--core": resource.RLIMIT_CORE, "--fsize": resource.RLIMIT_FSIZE, "--as": resource.RLIMIT_AS}
-
-    def apply() -> None:
-        for item in limits:
-            flag, value = item.split("=")
-            resource.setrlimit(names[flag], (int(value), int(value)))
-
-    return apply
+def _chown_tree(root: Path, uid: int) -> None:
+    """The unprivileged command must write its workdir (only its workdir: the rest of the tree is read-only)."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [dirpath, *(os.path.join(dirpath, n) for n in dirnames + filenames)]:
+            try:
+                os.lchown(name, uid, uid)
+            except OSError:
+                pass
 
 
-def _kill_group(pgid: int) -> None:
+def _kill_tree(proc: subprocess.Popen) -> None:
+    """SIGKILL everything the command started. unshare's forked child is PID 1 of the namespace and dies with
+    unshare (--kill-child); the kernel then kills every process left in the namespace. The group and the tree are
+    killed too, for the uncontained case."""
+    pids = _descendants(proc.pid)
+    for target in (lambda: os.killpg(proc.pid, _signal.SIGKILL), *(lambda p=p: os.kill(p, _signal.SIGKILL) for p in pids)):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError):
+            pass
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.02)  # GPU memory is freed before the next command starts
+
+
+def _proc_stat(pid: int) -> list[bytes] | None:
     try:
-        os.killpg(pgid, _signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
 
 
-def _await_group_exit(pgid: int, timeout_s: float = 5.0) -> None:
-    """Wait until no live process of the group is left (GPU memory is freed before the next command)."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline and _group_members(pgid):
-        time.sleep(0.02)
+def _alive(pid: int) -> bool:
+    fields = _proc_stat(pid)
+    return fields is not None and fields[0] not in (b"Z", b"X")
 
 
-def _group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of the group."""
-    pids = []
+def _descendants(root: int) -> list[int]:
+    """Every live process below `root` (orphans in a PID namespace are re-parented to its init, still below)."""
+    children: dict[int, list[int]] = {}
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-                pids.append(int(entry.name))
-        except (OSError, IndexError, ValueError):
-            continue
-    return pids
+        if entry.name.isdigit():
+            fields = _proc_stat(int(entry.name))
+            if fields is not None:
+                children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child)
+    return out
 
 
-def _group_rss_mb(pgid: int) -> float:
-    """Resident memory of every process in the group (the command and whatever it spawned)."""
-    total = 0
+def _tree_rss_mb(root: int) -> float:
     page = os.sysconf("SC_PAGE_SIZE")
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            if int(fields[2]) == pgid:  # fields after the command name: state ppid pgrp ... rss is the 22nd
-                total += int(fields[21]) * page
-        except (OSError, IndexError, ValueError):
-            continue
+    total = 0
+    for pid in [root, *_descendants(root)]:
+        fields = _proc_stat(pid)
+        if fields is not None:
+            total += int(fields[21]) * page  # fields after the name: state ppid pgrp ... rss is the 22nd
     return total / (1 << 20)
 
 

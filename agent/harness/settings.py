@@ -29,6 +29,14 @@ class TimingSettings(_Section):
     wall_factor: float
     wall_slack_ms: float
     cpu_reps: int
+    checked_calls: int
+
+
+class RuleSettings(_Section):
+    pytorch_compute: float
+    heavy_factor: float
+    heavy_slack_bytes: int
+    floor_factor: float
 
 
 class SandboxSettings(_Section):
@@ -40,11 +48,13 @@ class SandboxSettings(_Section):
     file_limit_mb: int
     output_limit_bytes: int
     tmpfs_mb: int
+    max_processes: int
 
 
 class Settings(_Section):
     validation: ValidationSettings
     timing: TimingSettings
+    rules: RuleSettings
     sandbox: SandboxSettings
 
 

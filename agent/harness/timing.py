@@ -1,13 +1,27 @@
-"""Timing inside a worker: GPU (CUDA events, an L2 flush that reads, a synchronized wall-clock cross-check)
-and CPU mode (a few wall-clock calls, not meaningful). Imported only by worker processes."""
+"""Timing inside a worker, out of the timed code's reach.
+
+Before every timed call the input buffers get new content (drawn on the device: the same buffers, never the same
+values), so no result memoised by buffer, version counter, call count or content survives; at the positions the
+parent chose (TimingPlan) the content is one the reference knows, and those outputs come back to be checked. The
+candidate cannot tell which: every call's content is new and drawn from the same distribution.
+
+GPU: an L2 flush that READS flush_mb before each call (do_bench's zeroing flush leaves dirty lines the timed kernel
+must write back: measured 188.5 vs 178.9 us for a plain GAP kernel), CUDA events around the call, then synchronized
+wall-clock calls as a cross-check (work on other streams or left running after return must not look fast).
+CPU mode: a few wall-clock calls, marked not meaningful; every one of them is checked.
+
+Everything the loop calls (events, synchronize, the flush's sum, the fill) is a reference taken before the
+candidate was imported (agent.harness.trusted).
+"""
 
 from __future__ import annotations
 
 import statistics
-import time
 from collections.abc import Callable
+from typing import Any
 
-from agent.harness.job import BenchStats
+from agent.harness.inputs import flatten, refill
+from agent.harness.job import BenchStats, TimingPlan
 from agent.harness.settings import TimingSettings
 
 
@@ -18,74 +32,130 @@ def _quantile(xs: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
-def _spread_pct(xs: list[float]) -> float:
+def spread_pct(xs: list[float]) -> float:
     med = statistics.median(xs)
     return 100.0 * (_quantile(xs, 0.8) - _quantile(xs, 0.2)) / med if med > 0 else 0.0
 
 
-def bench_gpu(fn: Callable[[], object], cfg: TimingSettings) -> BenchStats:
-    """Median of CUDA-event times with an L2 flush (a READ of flush_mb) before each repetition.
+def sample_indices(positions: list[float], reps: int) -> list[int]:
+    """Distinct call indices for the plan's positions (a collision moves to the next free index)."""
+    taken: list[int] = []
+    for p in positions:
+        i = min(reps - 1, max(0, round(p * (reps - 1))))
+        while i in taken and len(taken) < reps:
+            i = (i + 1) % reps
+        taken.append(i)
+    return taken
 
-    Why a read: do_bench's flush zeroes a buffer and leaves dirty lines the timed kernel must write back
-    (measured: 188.5 vs 178.9 us for a plain GAP kernel). The wall-clock pass synchronizes the whole device
-    after each call, so work on other streams or still running after return shows up there; when it exceeds
-    the events by more than wall_factor/wall_slack, the wall-clock time is reported instead.
-    """
-    import torch
 
-    flush = torch.ones(cfg.flush_mb * (1 << 20) // 4, dtype=torch.float32, device="cuda")
+class Bench:
+    """Times `call()` (the forward on `buffers`) as the module doc says; `outputs` holds the sampled outputs."""
 
-    def flush_l2() -> None:
-        flush.sum()
+    def __init__(self, call: Callable[[], Any], buffers: list[Any], plan: TimingPlan | None, cfg: TimingSettings,
+                 trusted: Any, tracker: Any = None) -> None:
+        self.call, self.buffers, self.cfg, self.t, self.tracker = call, buffers, cfg, trusted, tracker
+        self.plan = plan or TimingPlan(pool_seeds=[], positions=[], fresh_seed=0)
+        self.outputs: list[list[Any]] = []
+        self.launch_counts: list[int] = []
+        self._fresh = 0
 
-    for _ in range(max(1, cfg.warmup_calls)):
-        fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    est_ms = max((time.perf_counter() - t0) * 1000 / 3, 1e-3)
-    reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_ms / est_ms)))
+    def _fill(self, seed: int | None = None) -> None:
+        if seed is None:
+            self._fresh += 1
+            seed = self.plan.fresh_seed * 1_000_003 + self._fresh
+        refill(self.buffers, seed, self.t.device, self.t.normal_, self.t.generator)
 
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        flush_l2()
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
+    def _begin(self) -> None:
+        if self.tracker is not None:
+            self.tracker.begin(False, [], count_only=True)  # a counter, not bookkeeping: host time is timed too
 
-    walls = []
-    for _ in range(min(cfg.wall_reps, reps)):
-        flush_l2()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        walls.append((time.perf_counter() - t0) * 1000)
-    del flush
+    def _end(self, out: Any, keep: bool) -> None:
+        if self.tracker is not None:
+            self.launch_counts.append(self.tracker.launches)
+        if keep:
+            self.outputs.append([self.t.to(self.t.clone(o), "cpu") for o in flatten(out)[1]])
 
-    median, wall = statistics.median(times), statistics.median(walls)
-    stats = BenchStats(median_ms=median, spread_pct=_spread_pct(times), wall_ms=wall, repeats=reps)
-    if wall > cfg.wall_factor * median + cfg.wall_slack_ms:
-        stats.note = (
-            f"synchronized wall-clock {wall:.3f} ms per call vs CUDA events {median:.3f} ms: work outside the "
-            "timed stream or after return; reporting wall-clock"
+    def _stats(self, times: list[float], samples: list[int], note: str) -> BenchStats:
+        return BenchStats(
+            median_ms=statistics.median(times), spread_pct=spread_pct(times), repeats=len(times), note=note,
+            launches_min=min(self.launch_counts) if self.launch_counts else None,
+            launches_max=max(self.launch_counts) if self.launch_counts else None, sampled=samples,
         )
-        stats.median_ms, stats.spread_pct = wall, _spread_pct(walls)
-    return stats
 
+    def gpu(self) -> BenchStats:
+        import torch
 
-def bench_cpu(fn: Callable[[], object], cfg: TimingSettings) -> BenchStats:
-    """CPU mode: a few wall-clock calls (interpreter timings say nothing about the GPU)."""
-    times = []
-    for _ in range(max(1, cfg.cpu_reps)):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    med = statistics.median(times)
-    return BenchStats(median_ms=med, spread_pct=_spread_pct(times), wall_ms=med, repeats=len(times),
-                      note="CPU mode (TRITON_INTERPRET=1): not meaningful")
+        t, cfg = self.t, self.cfg
+        flush = torch.ones(cfg.flush_mb * (1 << 20) // 4, dtype=torch.float32, device="cuda")
+
+        def flush_l2() -> None:
+            t.sum(flush)
+
+        for _ in range(max(1, cfg.warmup_calls)):
+            self._fill()
+            self.call()
+        t.sync()
+        probe = []
+        for _ in range(3):
+            self._fill()
+            t.sync()
+            t0 = t.perf_counter()
+            self.call()
+            t.sync()
+            probe.append((t.perf_counter() - t0) * 1000)
+        est_ms = max(statistics.median(probe), 1e-3)
+        reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_ms / est_ms)))
+        at = dict(zip(sample_indices(self.plan.positions, reps), range(len(self.plan.pool_seeds))))
+
+        stream = t.current_stream()
+        starts = [t.event() for _ in range(reps)]
+        ends = [t.event() for _ in range(reps)]
+        for i in range(reps):
+            self._fill(self.plan.pool_seeds[at[i]] if i in at else None)
+            flush_l2()
+            self._begin()
+            t.record(starts[i], stream)
+            out = self.call()
+            t.record(ends[i], stream)
+            self._end(out, keep=i in at)  # the sampled output's copy is queued after the end event: not timed
+        t.sync()
+        times = [t.elapsed(s, e) for s, e in zip(starts, ends)]
+
+        walls = []
+        for _ in range(min(cfg.wall_reps, reps)):
+            self._fill()
+            flush_l2()
+            t.sync()
+            t0 = t.perf_counter()
+            self.call()
+            t.sync()
+            walls.append((t.perf_counter() - t0) * 1000)
+        del flush
+
+        samples = [at[i] for i in sorted(at)]
+        stats = self._stats(times, samples, "")
+        stats.wall_ms = statistics.median(walls)
+        if stats.wall_ms > cfg.wall_factor * stats.median_ms + cfg.wall_slack_ms:
+            stats.note = (f"synchronized wall-clock {stats.wall_ms:.3f} ms per call vs CUDA events "
+                          f"{stats.median_ms:.3f} ms: work outside the timed stream or after return; reporting wall-clock")
+            stats.median_ms, stats.spread_pct = stats.wall_ms, spread_pct(walls)
+        return stats
+
+    def cpu(self) -> BenchStats:
+        """CPU mode: wall-clock calls (interpreter timings say nothing about the GPU)."""
+        t = self.t
+        reps = max(1, self.cfg.cpu_reps)
+        at = dict(zip(sample_indices(self.plan.positions, reps), range(len(self.plan.pool_seeds))))
+        self._fill()
+        self.call()  # warm-up
+        times = []
+        for i in range(reps):
+            self._fill(self.plan.pool_seeds[at[i]] if i in at else None)
+            self._begin()
+            t0 = t.perf_counter()
+            out = self.call()
+            times.append((t.perf_counter() - t0) * 1000)
+            self._end(out, keep=i in at)
+        stats = self._stats(times, [at[i] for i in sorted(at)], "CPU mode (TRITON_INTERPRET=1): not meaningful")
+        stats.wall_ms = stats.median_ms
+        return stats

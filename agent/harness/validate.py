@@ -33,15 +33,17 @@ def rel_error(out: Any, truth: Any) -> float:
 
 
 class Reference(BaseModel):
-    """The truth for one (problem, sizes, seed, device): trial records and fp64 truths, in trial order."""
+    """The truth for one (problem, sizes, seed, device): trial records and fp64 truths in trial order, and the
+    truths of the timing pool (the inputs placed among the timed calls)."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
     trials: list[TrialRecord]
     truths: list[list[Any]]
+    pool: list[list[Any]] = []
     eager_ms: float | None = None
 
-    def index(self) -> dict[tuple[str, str], int]:
-        return {(t.size, t.distribution): i for i, t in enumerate(self.trials)}
+    def index(self) -> dict[int, int]:
+        return {t.id: i for i, t in enumerate(self.trials)}
 
 
 class Verdict(BaseModel):
@@ -63,9 +65,9 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
     failures: list[tuple[float, str]] = []  # (severity, description)
     previous: dict[tuple[int, str], list[Any]] = {}
     for i, (trial, outs) in enumerate(zip(trials, outputs)):
-        r = index.get((trial.size, trial.distribution))
+        r = index.get(trial.id)
         if r is None:
-            continue
+            continue  # the parent refused unknown trial ids before comparing (pipeline)
         rt, truth = ref.trials[r], ref.truths[r]
         tol = tolerance(rt.eager_error or 0.0)
         where = f"size {trial.size} (inputs {', '.join(_fmt_shape(s) for s in rt.input_shapes)}), {trial.distribution} inputs, {trial.buffer}"
@@ -129,3 +131,20 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
     worst = max(checks, key=lambda c: (c.error or 0.0) / (c.tolerance or 1.0))
     return Verdict(passed=True, checks=checks,
                    message=f"correct on {len(checks)} trials; worst relative error {worst.error:.3g} (tolerance {worst.tolerance:.3g})")
+
+
+def compare_timed(ref: Reference, sampled: list[int], outputs: list[list[Any]], reps: int) -> str | None:
+    """The timed calls whose inputs the reference knows: every one must be right (a memoised result is not)."""
+    if len(sampled) != len(ref.pool) or len(outputs) != len(sampled):
+        return (f"timing returned {len(outputs)} of the {len(ref.pool)} checked outputs the harness asked for: the timed "
+                "calls cannot be verified")
+    timed_size = ref.trials[0].size if ref.trials else ""
+    tol = tolerance(max((t.eager_error or 0.0 for t in ref.trials if t.size == timed_size), default=0.0))
+    for n, (k, outs) in enumerate(zip(sampled, outputs)):
+        truth = ref.pool[k]
+        errors = [rel_error(o, t) for o, t in zip(outs, truth)] if len(outs) == len(truth) else [float("inf")]
+        if max(errors) > tol:
+            return (f"a timed call ({n + 1} of {len(sampled)} checked among {reps}) returned a wrong output for new "
+                    f"values in the same buffers: relative error {max(errors):.3g} > tolerance {tol:.3g} (a result "
+                    "memoised across calls?)")
+    return None

@@ -1,19 +1,22 @@
 """The process that runs inside the sandbox: `python -m agent.harness.worker JOB.json`.
 
 Modes (see job.py):
-- reference: the problem's own Model only (candidate code is never imported here): per trial, the fp64 truth,
-  the fp32 eager error under default flags, and digests of the generated inputs.
-- evaluate: the candidate's ModelNew on the same trials (same seeds, same weights); outputs go to a tensor
-  file for the parent to compare; then, if asked, timing at the first size.
-- baseline: eager and torch.compile timing of the problem's Model (no candidate).
+- reference: the problem's own Model only (candidate code is never imported here): per trial the parent chose, the
+  fp64 truth, the fp32 eager error under default flags, digests of the inputs, and for traced trials the PyTorch
+  operators the Model runs; then the truths of the timing pool.
+- evaluate: the candidate's ModelNew on the same trials (same seeds, same weights), outputs to a tensor file, what
+  every call launched and (traced trials) wrote and ran; then, if asked, timing at the first size.
+- baseline: eager and torch.compile timing of the problem's Model (no candidate), timed the same way.
 - profile: one call of the candidate inside an NVTX range, for ncu (exit status and one stderr line).
-The worker never judges correctness: the parent compares, so nothing the candidate does here can fake a pass.
+The worker never judges: the parent compares outputs and applies the rules, so nothing the candidate does here can
+fake a pass. Before the candidate is imported the worker deletes its job, keeps its own references to what it times
+with, snapshots what the candidate could patch and installs an audit hook (agent.harness.trusted).
 """
 
 from __future__ import annotations
 
-import copy
-import hashlib
+import contextlib
+import gc
 import importlib.util
 import os
 import sys
@@ -22,10 +25,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agent.harness.job import TrialRecord, WorkerError, WorkerJob, WorkerResult
-from agent.harness.launches import Launches
-
-BUFFER_KINDS = ("fresh", "same buffer, new values", "new buffer, same shape")
+from agent.harness.inputs import build, copy_matching_weights, digest, flatten, is_float, make_inputs, refill, weights
+from agent.harness.job import BUFFER_WORDS, TrialRecord, TrialSpec, WorkerError, WorkerJob, WorkerResult
 
 
 class _Stop(Exception):
@@ -61,71 +62,31 @@ class _AutotunePasses:
         Autotuner.run = run
 
 
-# ---------------------------------------------------------------- shared helpers
+class _Gpu:
+    """This GPU's lock (agent.harness.gpulock) when AGENT_GPU_LOCK names one: shared for GPU work, exclusive for
+    timing and profiling; it dies with the process. Without one (one evaluation at a time) it does nothing."""
+
+    WAIT = "waiting for the GPU"  # the phase while blocked: a timeout there is not the candidate's
+
+    def __init__(self) -> None:
+        from agent.harness.gpulock import GpuLock
+
+        self.lock = GpuLock.from_env()
+
+    def take(self, how: str, result: WorkerResult | None = None, job: WorkerJob | None = None) -> None:
+        if self.lock is None:
+            return
+        phase = result.phase if result is not None else ""
+        if result is not None and job is not None:
+            result.phase = self.WAIT
+            _write(result, job)
+        self.lock.exclusive() if how == "exclusive" else self.lock.shared()
+        if result is not None and job is not None:
+            result.phase = phase
+            _write(result, job)  # a later kill must not read as a kill while waiting
 
 
-def trial_seed(seed: int, size_index: int, dist_index: int) -> int:
-    """Seed of one trial's inputs (differs per size and distribution; the weights use `seed` itself)."""
-    return (seed * 7919 + 1009 * (size_index + 1) + 31 * dist_index) % (2**31)
-
-
-def make_inputs(module: ModuleType, distribution: str, seed: int, device: str) -> list[Any]:
-    """The problem's get_inputs() (seeded), with floating tensors redrawn for the other distributions."""
-    import torch
-
-    torch.manual_seed(seed)
-    base = list(module.get_inputs())
-    if distribution != "problem":
-        gen = torch.Generator().manual_seed(seed + 1)
-        for i, t in enumerate(base):
-            if isinstance(t, torch.Tensor) and t.is_floating_point():
-                r = torch.randn(t.shape, generator=gen, dtype=t.dtype)
-                if distribution == "offset":
-                    r = r * 2.0 + 5.0
-                elif distribution != "randn":
-                    raise ValueError(f"unknown input distribution {distribution!r}")
-                base[i] = r
-    return [t.to(device) if isinstance(t, torch.Tensor) else t for t in base]
-
-
-def build(module: ModuleType, cls: type, seed: int, device: str) -> Any:
-    """cls(*get_init_inputs()) with the weights drawn from `seed` (the same for Model and ModelNew)."""
-    import torch
-
-    torch.manual_seed(seed)
-    init = module.get_init_inputs()
-    torch.manual_seed(seed)
-    return cls(*init).to(device)
-
-
-def copy_matching_weights(src: Any, dst: Any) -> None:
-    """Copy src's state_dict into dst where keys and shapes match: same weights whatever ModelNew's init does."""
-    theirs = dst.state_dict()
-    same = {k: v for k, v in src.state_dict().items() if k in theirs and theirs[k].shape == v.shape}
-    if same:
-        dst.load_state_dict(same, strict=False)
-
-
-def digest(x: Any) -> str:
-    import torch
-
-    if isinstance(x, torch.Tensor):
-        t = x.detach().to("cpu").contiguous()
-        h = hashlib.blake2b(f"{t.dtype}{tuple(t.shape)}".encode(), digest_size=16)
-        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-        return h.hexdigest()
-    return repr(x)
-
-
-def flatten(out: Any) -> tuple[str, list[Any]]:
-    """(kind, tensors): a Tensor or a tuple/list of Tensors; anything else is reported by its type."""
-    import torch
-
-    if isinstance(out, torch.Tensor):
-        return "tensor", [out]
-    if isinstance(out, (tuple, list)) and out and all(isinstance(o, torch.Tensor) for o in out):
-        return f"{type(out).__name__}[{len(out)}]", list(out)
-    return f"not a tensor: {type(out).__name__}", []
+GPU_WAIT = _Gpu.WAIT
 
 
 def _sync(device: str) -> None:
@@ -176,100 +137,111 @@ def _write(result: WorkerResult, job: WorkerJob) -> None:
     os.replace(tmp, job.result_path)
 
 
-GPU_WAIT = "waiting for the GPU"  # the phase while blocked on the lock: a timeout there is not the candidate's
-
-
-def _gpu(mode: str, result: WorkerResult | None = None, job: WorkerJob | None = None) -> None:
-    """Take this GPU's lock (agent.harness.gpulock) when AGENT_GPU_LOCK names one: shared for GPU work, exclusive
-    for timing and profiling; the lock dies with the process. Unset (one evaluation at a time): nothing to do.
-    With a result, the wait is recorded as its phase, so that a kill while waiting says so."""
-    global _LOCK
-    if _LOCK is None:
-        from agent.harness.gpulock import GpuLock
-
-        _LOCK = GpuLock.from_env() or False
-    if not _LOCK:
-        return
-    phase = result.phase if result is not None else ""
-    if result is not None and job is not None:
-        result.phase = GPU_WAIT
-        _write(result, job)
-    _LOCK.exclusive() if mode == "exclusive" else _LOCK.shared()
-    if result is not None and job is not None:
-        result.phase = phase
-        _write(result, job)  # a later kill must not read as a kill while waiting
-
-
-_LOCK: Any = None
-
-
 def _modules(job: WorkerJob) -> list[ModuleType]:
     from agent.problems import load_module
 
     return [load_module(job.problem_path, s.overrides) for s in job.sizes]
 
 
+def _record(trial: TrialSpec, job: WorkerJob, inputs: list[Any], kind: str, outs: list[Any]) -> TrialRecord:
+    import torch
+
+    return TrialRecord(
+        id=trial.id, size=job.sizes[trial.size].label, distribution=trial.distribution, buffer=BUFFER_WORDS[trial.buffer],
+        input_shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)], input_digests=[digest(x) for x in inputs],
+        output_kind=kind, output_shapes=[list(o.shape) for o in outs],
+        output_dtypes=[str(o.dtype).removeprefix("torch.") for o in outs],
+    )
+
+
+def _timed_base(job: WorkerJob, modules: list[ModuleType]) -> tuple[TrialSpec, list[Any]]:
+    """The inputs the timed calls start from: the first trial at the first size (non-float inputs stay as they are)."""
+    first = next(t for t in job.trials if t.size == 0)
+    return first, make_inputs(modules[0], first.distribution, first.seed, job.device)
+
+
 # ---------------------------------------------------------------- modes
 
 
-def _reference(job: WorkerJob, result: WorkerResult) -> None:
+def _reference(job: WorkerJob, result: WorkerResult, gpu: _Gpu) -> None:
+    import copy
+
     import torch
 
+    from agent.harness.trace import Tracker
+    from agent.harness.trusted import Trusted
     from agent.harness.validate import rel_error
 
     result.phase = "reference"
-    _gpu("shared", result, job)
-    truths: list[list[Any]] = []
-    first_inputs = None
-    first_model = None
-    for s, (size, module) in enumerate(zip(job.sizes, _modules(job))):
-        model = build(module, module.Model, job.seed, job.device)
-        model64 = copy.deepcopy(model).double()
-        for d, dist in enumerate(job.distributions):
-            inputs = make_inputs(module, dist, trial_seed(job.seed, s, d), job.device)
-            digests = [digest(x) for x in inputs]
-            with torch.no_grad():
-                kind, out32 = flatten(model(*inputs))
-                _, truth = flatten(model64(*[x.double() if _is_float(x) else x for x in inputs]))
-            _sync(job.device)
-            if not out32 or len(truth) != len(out32):
-                raise TypeError(f"the problem's Model returned {kind}: expected a Tensor or a tuple of Tensors")
-            eager = max(rel_error(o, t) for o, t in zip(out32, truth))
-            truths.append([t.detach().to("cpu", torch.float64) for t in truth])
-            result.trials.append(TrialRecord(
-                size=size.label, distribution=dist, buffer=buffer_kind(d),
-                input_shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)], input_digests=digests,
-                output_kind=kind, output_shapes=[list(o.shape) for o in out32],
-                output_dtypes=[str(o.dtype).removeprefix("torch.") for o in out32], eager_error=eager,
-            ))
-            if first_inputs is None:
-                first_inputs, first_model = inputs, model
-    out = job.outputs_dir / "reference.pt"
-    torch.save({"truths": truths}, out)
-    result.outputs_file = out
-    if job.time_eager and first_model is not None:
-        from agent.harness.timing import bench_cpu
+    gpu.take("shared", result, job)
+    trusted = Trusted(job.device)
+    tracker = Tracker(trusted)
+    modules = _modules(job)
+    models = [build(m, m.Model, job.seed, job.device) for m in modules]
+    models64 = [copy.deepcopy(m).double() for m in models]
 
+    def truth_of(size: int, inputs: list[Any]) -> list[Any]:
         with torch.no_grad():
-            result.eager = bench_cpu(lambda: first_model(*first_inputs), job.timing)
+            _, truth = flatten(models64[size](*[x.double() if is_float(x) else x for x in inputs]))
+        return [t.detach().to("cpu", torch.float64) for t in truth]
+
+    truths: list[list[Any]] = []
+    for trial in job.trials:
+        inputs = make_inputs(modules[trial.size], trial.distribution, trial.seed, job.device)
+        digests = [digest(x) for x in inputs]
+        tracker.begin(trial.trace, inputs)
+        with torch.no_grad(), (tracker.dispatch_mode() if trial.trace else contextlib.nullcontext()):
+            kind, out32 = flatten(models[trial.size](*inputs))
+        _, trace = tracker.end(out32)
+        truth = truth_of(trial.size, inputs)
+        _sync(job.device)
+        if not out32 or len(truth) != len(out32):
+            raise TypeError(f"the problem's Model returned {kind}: expected a Tensor or a tuple of Tensors")
+        record = _record(trial, job, inputs, kind, out32)
+        record.input_digests, record.trace = digests, trace
+        record.eager_error = max(rel_error(o, t) for o, t in zip(out32, truth))
+        result.trials.append(record)
+        truths.append(truth)
+    pool: list[list[Any]] = []
+    if job.plan is not None:
+        _, base = _timed_base(job, modules)
+        for seed in job.plan.pool_seeds:
+            refill(base, seed, job.device, trusted.normal_, trusted.generator)
+            pool.append(truth_of(0, base))
+    out = job.outputs_dir / "reference.pt"
+    torch.save({"truths": truths, "pool": pool}, out)
+    result.outputs_file = out
+    if job.time_eager:
+        from agent.harness.timing import Bench
+
+        first, base = _timed_base(job, modules)
+        with torch.no_grad():
+            result.eager = Bench(lambda: models[0](*base), base, None, job.timing, trusted).cpu()
 
 
-def buffer_kind(d: int) -> str:
-    """Trial d at a size: 0 fresh buffers, odd: new values copied into the same buffers, even: new buffers."""
-    return BUFFER_KINDS[0] if d == 0 else BUFFER_KINDS[1] if d % 2 == 1 else BUFFER_KINDS[2]
-
-
-def _evaluate(job: WorkerJob, result: WorkerResult) -> None:
+def _evaluate(job: WorkerJob, result: WorkerResult, gpu: _Gpu) -> None:
     import torch
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    from agent.harness.timing import Bench
+    from agent.harness.trace import Tracker
+    from agent.harness.trusted import Integrity, Trusted, guard
 
     passes = _AutotunePasses()
     if job.device == "cpu":
         passes.install()
+    trusted = Trusted(job.device)
+    tracker = Tracker(trusted)
+    tracker.install()
     result.phase = "build"
-    _gpu("shared", result, job)  # everything before (interpreter, torch, triton imports) overlaps other candidates' timing
+    gpu.take("shared", result, job)  # everything before (interpreter, torch, triton imports) overlaps others' timing
     modules = _modules(job)
-    # The problem's Models are built before any candidate code runs.
-    refs = [build(m, m.Model, job.seed, job.device) for m in modules]
+    states = [weights(m, job.seed, job.device) for m in modules]  # the problem's Models are gone before any candidate code runs
+    gc.collect()
+    integrity = Integrity({"JITFunction": JITFunction, "Autotuner": Autotuner, **tracker.hooked()})
+    refusals: list[str] = []
+    guard(str(job.candidate_path), refusals.append)
 
     result.phase = "import"
     try:
@@ -279,8 +251,8 @@ def _evaluate(job: WorkerJob, result: WorkerResult) -> None:
             raise TypeError("the candidate defines no class ModelNew")
     except BaseException as e:
         result.error = _error(e, "import", job)
+        result.tampered = integrity.changed() + refusals
         raise _Stop from None
-    launches = Launches(cand)
 
     outputs: list[list[Any]] = []
     timed: tuple[Any, list[Any]] | None = None
@@ -289,109 +261,119 @@ def _evaluate(job: WorkerJob, result: WorkerResult) -> None:
     try:
         while p < passes.max_configs:
             passes.index = p
-            for s, (size, module, ref) in enumerate(zip(job.sizes, modules, refs)):
-                phase = "build"
-                model = build(module, model_new, job.seed, job.device)
-                copy_matching_weights(ref, model)
-                phase = "validate"
-                inputs: list[Any] | None = None
-                for d, dist in enumerate(job.distributions):
-                    fresh = make_inputs(module, dist, trial_seed(job.seed, s, d), job.device)
-                    kind = buffer_kind(d)
-                    if inputs is not None and kind == BUFFER_KINDS[1]:
-                        for b, f in zip(inputs, fresh):
-                            if isinstance(b, torch.Tensor):
-                                b.copy_(f)
-                    else:
-                        inputs = fresh
+            models: dict[int, Any] = {}
+            buffers: dict[int, list[Any]] = {}
+            for trial in job.trials:
+                s = trial.size
+                if s not in models:
+                    phase = "build"
+                    models[s] = build(modules[s], model_new, job.seed, job.device)
+                    copy_matching_weights(states[s], models[s])
+                    phase = "validate"
+                fresh = make_inputs(modules[s], trial.distribution, trial.seed, job.device)
+                if trial.buffer == "same" and s in buffers:
+                    for b, f in zip(buffers[s], fresh):
+                        if isinstance(b, torch.Tensor):
+                            trusted.copy_(b, f)
+                else:
+                    buffers[s] = fresh
+                inputs = buffers[s]
+                if trial.trace and job.device == "cuda":
+                    # JIT compilation and autotuning stay out of the traced call. Other values: the caching allocator
+                    # hands the traced call this call's output memory, which must not already hold the answer.
+                    warm = [trusted.clone(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+                    refill(warm, trial.seed + 7, job.device, trusted.normal_, trusted.generator)
                     with torch.no_grad():
-                        out = model(*inputs)
-                    _sync(job.device)
-                    okind, tensors = flatten(out)
-                    outputs.append([t.detach().to("cpu").clone() for t in tensors])
-                    result.trials.append(TrialRecord(
-                        size=size.label, distribution=dist, buffer=kind,
-                        input_shapes=[list(x.shape) for x in inputs if isinstance(x, torch.Tensor)],
-                        input_digests=[digest(x) for x in inputs], output_kind=okind,
-                        output_shapes=[list(t.shape) for t in tensors],
-                        output_dtypes=[str(t.dtype).removeprefix("torch.") for t in tensors], config_pass=p,
-                    ))
-                    if s == 0 and d == 0 and p == 0:
-                        timed = (model, inputs)
+                        models[s](*warm)
+                tracker.begin(trial.trace, inputs)
+                with torch.no_grad(), (tracker.dispatch_mode() if trial.trace else contextlib.nullcontext()):
+                    out = models[s](*inputs)
+                _sync(job.device)
+                kind, tensors = flatten(out)
+                launched, trace = tracker.end(tensors)
+                outputs.append([trusted.to(trusted.clone(t.detach()), "cpu") for t in tensors])
+                record = _record(trial, job, inputs, kind, tensors)
+                record.config_pass, record.launches, record.output_launched, record.trace = p, tracker.launches, launched, trace
+                result.trials.append(record)
+                if timed is None and s == 0:
+                    timed = (models[s], inputs)
             p += 1
     except BaseException as e:
         result.error = _error(e, phase, job)
     finally:
-        result.kernels_tracked, result.kernels_launched = launches.tracked, sorted(launches.launched)
         result.config_passes = max(1, p if result.error is None else p + 1)
         result.config_labels = [passes.labels[i] for i in sorted(passes.labels)]
+        result.tampered = integrity.changed() + refusals
         out_file = job.outputs_dir / "outputs.pt"
-        torch.save({"outputs": outputs}, out_file)
+        torch.save({"outputs": outputs, "timing": []}, out_file)
         result.outputs_file = out_file
-    if result.error:
+    if result.error or result.tampered:
         raise _Stop
 
-    if job.time_it and timed is not None:
+    if job.plan is not None and timed is not None:
         result.phase = "timing"
-        _gpu("exclusive", result, job)
+        gpu.take("exclusive", result, job)
         _write(result, job)  # validation outputs are safe even if timing crashes or hangs
         model, inputs = timed
+        passes.index = 0
+        bench = Bench(lambda: model(*inputs), inputs, job.plan, job.timing, trusted, tracker)
         try:
-            from agent.harness.timing import bench_cpu, bench_gpu
-
             with torch.no_grad():
-                if job.device == "cuda":
-                    result.timing = bench_gpu(lambda: model(*inputs), job.timing)
-                else:
-                    passes.index = 0
-                    result.timing = bench_cpu(lambda: model(*inputs), job.timing)
+                result.timing = bench.gpu() if job.device == "cuda" else bench.cpu()
         except BaseException as e:
             result.error = _error(e, "timing", job)
             raise _Stop from None
+        finally:
+            result.tampered = integrity.changed() + refusals
+            torch.save({"outputs": outputs, "timing": bench.outputs}, out_file)
 
 
-def _baseline(job: WorkerJob, result: WorkerResult) -> None:
+def _baseline(job: WorkerJob, result: WorkerResult, gpu: _Gpu) -> None:
+    import copy
+
     import torch
 
-    from agent.harness.timing import bench_cpu, bench_gpu
+    from agent.harness.timing import Bench
+    from agent.harness.trusted import Trusted
 
     result.phase = "baseline"
-    _gpu("exclusive", result, job)
+    gpu.take("exclusive", result, job)
     result.torch_version = torch.__version__
-    module = _modules(job)[0]
-    model = build(module, module.Model, job.seed, job.device)
-    inputs = make_inputs(module, "problem", trial_seed(job.seed, 0, 0), job.device)
+    trusted = Trusted(job.device)
+    modules = _modules(job)
+    model = build(modules[0], modules[0].Model, job.seed, job.device)
+    _, inputs = _timed_base(job, modules)
     with torch.no_grad():
         if job.device != "cuda":
-            result.eager = bench_cpu(lambda: model(*inputs), job.timing)
+            result.eager = Bench(lambda: model(*inputs), inputs, None, job.timing, trusted).cpu()
             result.compile_note = "torch.compile is not timed in CPU mode"
             return
         result.gpu = torch.cuda.get_device_name()
-        result.eager = bench_gpu(lambda: model(*inputs), job.timing)
+        result.eager = Bench(lambda: model(*inputs), inputs, None, job.timing, trusted).gpu()
         try:
             compiled = torch.compile(copy.deepcopy(model))
-            result.compiled = bench_gpu(lambda: compiled(*inputs), job.timing)
+            result.compiled = Bench(lambda: compiled(*inputs), inputs, None, job.timing, trusted).gpu()
         except Exception as e:  # a compile failure leaves eager as the only baseline
             result.compile_note = f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
 
 
-def _profile(job: WorkerJob) -> int:
+def _profile(job: WorkerJob, gpu: _Gpu) -> int:
     """One warmed-up call inside an NVTX range (JIT compilation stays outside it). Errors: one stderr line."""
     phase = "build"
     try:
         import torch
 
-        _gpu("exclusive")
+        gpu.take("exclusive")
         if job.device == "cpu":
             _AutotunePasses().install()
-        module = _modules(job)[0]
-        ref = build(module, module.Model, job.seed, job.device)
+        modules = _modules(job)
+        state = weights(modules[0], job.seed, job.device)
         phase = "import"
         cand = _load_candidate(job.candidate_path)  # type: ignore[arg-type]
         phase = "build"
-        model = build(module, cand.ModelNew, job.seed, job.device)
-        copy_matching_weights(ref, model)
-        inputs = make_inputs(module, "problem", trial_seed(job.seed, 0, 0), job.device)
+        model = build(modules[0], cand.ModelNew, job.seed, job.device)
+        copy_matching_weights(state, model)
+        _, inputs = _timed_base(job, modules)
         phase = "run"
         with torch.no_grad():
             for _ in range(max(1, job.profile_warmup)):
@@ -411,24 +393,22 @@ def _profile(job: WorkerJob) -> int:
         return 1
 
 
-def _is_float(x: Any) -> bool:
-    import torch
-
-    return isinstance(x, torch.Tensor) and x.is_floating_point()
-
-
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m agent.harness.worker JOB.json", file=sys.stderr)
         return 2
-    job = WorkerJob.model_validate_json(Path(args[0]).read_text())
+    job_path = Path(args[0])
+    job = WorkerJob.model_validate_json(job_path.read_text())
+    if job.mode == "evaluate":
+        job_path.unlink()  # the timing plan says which timed calls are checked: not for the candidate's eyes
+    gpu = _Gpu()
     if job.mode == "profile":
-        return _profile(job)
+        return _profile(job, gpu)
     result = WorkerResult(mode=job.mode)
     handler = {"reference": _reference, "evaluate": _evaluate, "baseline": _baseline}[job.mode]
     try:
-        handler(job, result)
+        handler(job, result, gpu)
         result.ok, result.phase = True, "done"
     except _Stop:
         pass

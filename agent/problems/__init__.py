@@ -9,7 +9,10 @@ length, hidden, ...) are resized; layer hyper-parameters (kernel_size, stride, p
 pool/window sizes, ...) are kept, since changing them changes the model, not just its input. Sizes:
   GPU  "full" = the file's own sizes; "odd" = every resized global that is even and > 2 minus one (tails, masks)
   CPU  "cpu" = batch-like -> min(v, 2); others -> min(v, max(8, min(32, v // 8))) (128 -> 16, 512 -> 32, 3 -> 3),
-       small enough for TRITON_INTERPRET=1; "cpu-odd" = those, batch 3 and even values > 2 minus one
+       small enough for TRITON_INTERPRET=1; "cpu-wide" = one image, channel-like -> min(v, 65), spatial ones so that
+       the reduced plane exceeds 4096 elements (66x66, 18^3, ...), one input distribution: loops and masks a tiny
+       size never reaches;
+       "cpu-odd" = the "cpu" sizes, batch 3 and even values > 2 minus one
 A file whose globals derive from each other at import time (hidden = 4 * dim) keeps only the relation the overrides
 preserve; a file with no such globals is validated at its own sizes only (a warning says so).
 """
@@ -35,6 +38,8 @@ log = logging.getLogger(__name__)
 _KEEP = re.compile(r"kernel|stride|pad|dilation|group|head|pool|window|scale|factor|eps|seed|dtype|top_?k", re.I)
 _DIM = re.compile(r"batch|channel|height|width|depth|feature|dim|size|len|seq|hidden|num_|^[nchwdlbkm]$", re.I)
 _BATCH = re.compile(r"batch|^n$|^b$", re.I)
+_SPATIAL = re.compile(r"height|width|depth|len|seq|^[hwdl]$", re.I)
+_WIDE = re.compile(r"channel|feature|hidden|dim|^c$", re.I)
 _counter = itertools.count()
 
 
@@ -102,9 +107,16 @@ def derive_sizes(module: ModuleType) -> dict[str, list[SizeSet]]:
     cpu = {k: min(v, 2) if _BATCH.search(k) else min(v, max(8, min(32, v // 8))) for k, v in dims.items()}
     cpu_odd = {k: min(dims[k], 3) if _BATCH.search(k) else _odd(v) for k, v in cpu.items()}
     odd = {k: _odd(v) for k, v in dims.items()}
+    spatial = [k for k in dims if _SPATIAL.search(k) and not _BATCH.search(k)]
+    side = {1: 4200, 2: 66, 3: 18}.get(len(spatial), 8)  # a reduced plane over 4096 elements, whatever its rank
+    wide = {k: 1 if _BATCH.search(k) else min(v, side) if k in spatial else min(v, 65) if _WIDE.search(k) else cpu[k]
+            for k, v in dims.items()}
+    cpu_sizes = [SizeSet(label="cpu", overrides=cpu)]
+    if wide != cpu:
+        cpu_sizes.append(SizeSet(label="cpu-wide", overrides=wide, distributions=["randn"]))
     return {
         "sizes": [SizeSet(label="full"), SizeSet(label="odd", overrides=odd)],
-        "cpu_sizes": [SizeSet(label="cpu", overrides=cpu), SizeSet(label="cpu-odd", overrides=cpu_odd)],
+        "cpu_sizes": [*cpu_sizes, SizeSet(label="cpu-odd", overrides=cpu_odd)],
     }
 
 

@@ -21,8 +21,10 @@ class ScaleEvaluator:
     """agent.loop.Evaluator over a WorkerPool; counts candidates per minute."""
 
     def __init__(self, pool: WorkerPool, problem: ProblemSpec, device: str, timeout_s: float, cache_dir: Path | None,
-                 seed: int, on_round: Callable[[str], None] | None = None) -> None:
+                 seed: int, on_round: Callable[[str], None] | None = None, hide: list[Path] | None = None,
+                 bandwidth_gbs: float | None = None) -> None:
         self.pool, self.problem, self.device, self.timeout_s = pool, problem, device, timeout_s
+        self.hide, self.bandwidth_gbs = list(hide or []), bandwidth_gbs
         self.cache_dir, self.seed, self.on_round = cache_dir, seed, on_round or (lambda text: None)
         self.round = 0
         self.candidates = 0
@@ -35,7 +37,8 @@ class ScaleEvaluator:
 
         self.round += 1
         reqs = [EvalRequest(source=s, problem=self.problem, stage=stage, device=self.device, timeout_s=self.timeout_s,
-                            cache_dir=self.cache_dir, seed=round_seed(self.seed, self.round)) for s in sources]
+                            cache_dir=self.cache_dir, seed=round_seed(self.seed, self.round), hide=self.hide,
+                            bandwidth_gbs=self.bandwidth_gbs) for s in sources]
         sb = settings().sandbox
         deadline = 2 * self.timeout_s + sb.reference_timeout_s + sb.baseline_timeout_s + scale_settings().grace_s
         source = self.problem.path.read_text()

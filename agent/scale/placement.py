@@ -65,6 +65,9 @@ def scaled_parts(p: Plan, problem: ProblemSpec, config, store, run_id: str, prog
     """The loop's evaluator and profiler over a pool of workers; round and summary lines go to `progress`."""
     pool = ray_pool(p.cluster, p.device) if p.cluster else local_pool(p.gpus, p.device)
     progress.message(f"evaluating on {pool.describe()}")
+    from agent.wiring import local_bandwidth
+
     evaluator = ScaleEvaluator(pool, problem, p.device, config.timeout_s, cache_dir=store.root / "candidates" / ".cache",
-                               seed=config.seed, on_round=progress.message)
+                               seed=config.seed, on_round=progress.message, hide=[store.root],
+                               bandwidth_gbs=local_bandwidth(p.device))
     return evaluator, ScaleProfiler(pool, problem, store, run_id, p.device, on_error=progress.message)

@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from agent.errors import UserError
-from agent.schema import Answer, Candidate, Profile, RunConfig, Usage
+from agent.schema import Answer, Candidate, EvalResult, Profile, RunConfig, Usage
 from agent.store import files, index
 from agent.store.files import write_atomic
 from agent.store.index import DRAM_METRIC, DURATION_METRIC, INDEX_NAME, Transaction, longest_kernel_dram_pct
@@ -242,6 +242,16 @@ class Store:
         write_atomic(self._candidate_dir(c.id) / "profile.json", profile.model_dump_json(indent=2) + "\n")
         with self._tx() as db:
             index.index_profile(db, c.id, profile)
+
+    def update_result(self, candidate_id: str, result: EvalResult) -> None:
+        """Replace a candidate's verdict after the fact (a best whose timing failed the cross-check): result.json
+        replaced atomically, the index row rewritten."""
+        c = self.get_candidate(candidate_id).model_copy(update={"result": result})
+        d = self._candidate_dir(c.id)
+        write_atomic(d / "result.json", result.model_dump_json(indent=2) + "\n")
+        with self._tx() as db:
+            attempt = db.execute("SELECT attempt FROM candidates WHERE id = ?", (c.id,)).fetchone()
+            index.index_candidate(db, c, attempt[0] if attempt else 1, d.relative_to(self.candidates_dir).as_posix())
 
     def get_candidate(self, candidate_id: str) -> Candidate:
         """One candidate, read from its files; an unknown id is a UserError (a unique prefix is enough)."""

@@ -52,9 +52,12 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _write_file(path: Path, text: str) -> None:
-    """Write and fsync one file (no rename: callers rename the file or its directory)."""
+    """Write and fsync one file (no rename: callers rename the file or its directory). Every text the store writes
+    passes here, and leaves without the values of this process's secrets (agent.redact)."""
+    from agent.redact import scrub
+
     with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
+        f.write(scrub(text))
         f.flush()
         os.fsync(f.fileno())
 

@@ -13,6 +13,7 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
+from agent.redact import scrub
 from agent.schema import Candidate, Profile, RunConfig, Usage
 from agent.store.files import TMP_PREFIX, alive, load, read_candidate, run_dirs
 from agent.store.migrations import apply_migrations, packaged_migrations
@@ -128,7 +129,7 @@ def index_iteration(db: sqlite3.Connection, r: IterationRecord) -> None:
     db.execute(
         "INSERT OR REPLACE INTO iterations (run_id, iteration, attempt, stage, prompt, reason, best_before,"
         " started_at, completed) VALUES (?,?,?,?,?,?,?,?,?)",
-        (r.run_id, r.iteration, r.attempt, r.stage, r.prompt, r.reason, r.best_before, _iso(r.started_at),
+        (r.run_id, r.iteration, r.attempt, r.stage, scrub(r.prompt), scrub(r.reason), r.best_before, _iso(r.started_at),
          int(r.completed)),
     )
 
@@ -138,7 +139,7 @@ def index_call(db: sqlite3.Connection, r: CallRecord) -> None:
     db.execute(
         "INSERT OR REPLACE INTO calls (run_id, seq, iteration, request, response_raw, prompt_tokens,"
         " completion_tokens, cost_usd, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-        (r.run_id, r.seq, r.iteration, json.dumps(r.request), r.response_raw, u.prompt_tokens if u else None,
+        (r.run_id, r.seq, r.iteration, scrub(json.dumps(r.request)), scrub(r.response_raw), u.prompt_tokens if u else None,
          u.completion_tokens if u else None, u.cost_usd if u else None, _iso(r.created_at)),
     )
 
@@ -151,7 +152,7 @@ def index_candidate(db: sqlite3.Connection, c: Candidate, attempt: int, rel_dir:
         " candidate_ms, spread_pct, eager_ms, compile_ms, speedup_vs_eager, speedup_vs_compile, meaningful,"
         " device, model, prompt_tokens, completion_tokens, cost_usd, dram_pct, bottleneck, created_at)"
         " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (c.id, c.run_id, c.iteration, attempt, c.index, rel_dir, c.stage, str(c.result.verdict), c.result.message,
+        (c.id, c.run_id, c.iteration, attempt, c.index, rel_dir, c.stage, str(c.result.verdict), scrub(c.result.message),
          t.candidate_ms if t else None, t.candidate_spread_pct if t else None, t.eager_ms if t else None,
          t.compile_ms if t else None, t.speedup_vs_eager if t else None, t.speedup_vs_compile if t else None,
          int(t.meaningful) if t else None, c.result.device, c.answer.model if c.answer else None,

@@ -5,7 +5,7 @@ import triton.language as tl
 
 
 @triton.autotune(
-    configs=[triton.Config({"BLOCK": 1024}, num_warps=4), triton.Config({"BLOCK": 256}, num_warps=2)],
+    configs=[triton.Config({"BLOCK": 8192}, num_warps=4), triton.Config({"BLOCK": 256}, num_warps=2)],
     key=["HW"],
 )
 @triton.jit

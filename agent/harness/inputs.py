@@ -1,0 +1,93 @@
+"""Inputs, weights and outputs as both kinds of worker see them: the reference worker and the candidate's worker
+must draw exactly the same inputs from the same seeds, so both use these functions (imported only by workers)."""
+
+from __future__ import annotations
+
+import hashlib
+from types import ModuleType
+from typing import Any
+
+
+def make_inputs(module: ModuleType, distribution: str, seed: int, device: str) -> list[Any]:
+    """The problem's get_inputs() (seeded), with floating tensors redrawn for the other distributions."""
+    import torch
+
+    torch.manual_seed(seed)
+    base = list(module.get_inputs())
+    if distribution != "problem":
+        gen = torch.Generator().manual_seed(seed + 1)
+        for i, t in enumerate(base):
+            if isinstance(t, torch.Tensor) and t.is_floating_point():
+                r = torch.randn(t.shape, generator=gen, dtype=t.dtype)
+                if distribution == "offset":
+                    r = r * 2.0 + 5.0
+                elif distribution != "randn":
+                    raise ValueError(f"unknown input distribution {distribution!r}")
+                base[i] = r
+    return [t.to(device) if isinstance(t, torch.Tensor) else t for t in base]
+
+
+def refill(buffers: list[Any], seed: int, device: str, normal_: Any, generator: Any) -> None:
+    """New N(0, 1) content in every floating input buffer, drawn on the device from `seed` (timed calls: the same
+    buffers, never the same content). `normal_` and `generator` are the harness's own references, taken before any
+    candidate code ran."""
+    import torch
+
+    for i, b in enumerate(buffers):
+        if isinstance(b, torch.Tensor) and b.is_floating_point():
+            normal_(b, generator=generator(device=device).manual_seed(seed * 64 + i))
+
+
+def build(module: ModuleType, cls: type, seed: int, device: str) -> Any:
+    """cls(*get_init_inputs()) with the weights drawn from `seed` (the same for Model and ModelNew)."""
+    import torch
+
+    torch.manual_seed(seed)
+    init = module.get_init_inputs()
+    torch.manual_seed(seed)
+    return cls(*init).to(device)
+
+
+def weights(module: ModuleType, seed: int, device: str) -> dict[str, Any]:
+    """The problem Model's state_dict at `seed`, detached copies (the Model itself is not kept: a candidate must
+    not find it in its process)."""
+    model = build(module, module.Model, seed, device)
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    del model
+    return state
+
+
+def copy_matching_weights(state: dict[str, Any], dst: Any) -> None:
+    """Copy `state` into dst where keys and shapes match: same weights whatever ModelNew's init does."""
+    theirs = dst.state_dict()
+    same = {k: v for k, v in state.items() if k in theirs and theirs[k].shape == v.shape}
+    if same:
+        dst.load_state_dict(same, strict=False)
+
+
+def digest(x: Any) -> str:
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        t = x.detach().to("cpu").contiguous()
+        h = hashlib.blake2b(f"{t.dtype}{tuple(t.shape)}".encode(), digest_size=16)
+        h.update(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        return h.hexdigest()
+    return repr(x)
+
+
+def flatten(out: Any) -> tuple[str, list[Any]]:
+    """(kind, tensors): a Tensor or a tuple/list of Tensors; anything else is reported by its type."""
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return "tensor", [out]
+    if isinstance(out, (tuple, list)) and out and all(isinstance(o, torch.Tensor) for o in out):
+        return f"{type(out).__name__}[{len(out)}]", list(out)
+    return f"not a tensor: {type(out).__name__}", []
+
+
+def is_float(x: Any) -> bool:
+    import torch
+
+    return isinstance(x, torch.Tensor) and x.is_floating_point()

@@ -1,0 +1,233 @@
+"""What a forward does, recorded where it happens (inside the candidate's worker).
+
+Tracker hooks the one place every Triton launch passes, at class level, so kernels defined in functions, in
+`__init__`, autotuned or compiled by hand are all seen: the interpreter's GridExecutor in CPU mode, the active
+driver's launcher class on the GPU. For every call it counts launches and the storages they were given; for a
+traced call it also copies each storage a launch was given before and after the launch, to know which ones the
+launch wrote, and records every PyTorch operator the forward ran (a TorchDispatchMode), with what it read.
+
+The worker reports these facts; the parent judges them (agent.harness.rules).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from agent.harness.job import Launch, Op, Span, Storage, Trace
+
+
+@lru_cache(maxsize=1)
+def operator_kinds() -> tuple[frozenset[str], frozenset[str]]:
+    """(free, heavy) ATen operator names (operators.toml); every other operator computes."""
+    with open(Path(__file__).with_name("operators.toml"), "rb") as f:
+        data = tomllib.load(f)
+    return frozenset(data["free"]), frozenset(data["heavy"])
+
+
+def _tensors(obj: Any, torch: Any) -> list[Any]:
+    out, stack = [], [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, torch.Tensor):
+            out.append(x)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+        elif hasattr(x, "base") and isinstance(getattr(x, "base", None), torch.Tensor):  # a TensorDescriptor
+            out.append(x.base)
+    return out
+
+
+class Tracker:
+    """Counts and (when tracing) records Triton launches and PyTorch operators, per forward call."""
+
+    def __init__(self, trusted: Any) -> None:
+        import torch
+
+        self.torch, self.trusted = torch, trusted
+        self.depth = 0  # > 0 inside a launch or the harness's own bookkeeping: operators there are not the forward's
+        self.tracing = False
+        self.count_only = False
+        self.launches = 0
+        self.launch_storages: set[int] = set()
+        self._ids: dict[int, int] = {}
+        self._storages: dict[int, Storage] = {}
+        self._launch_log: list[Launch] = []
+        self._ops: dict[str, Op] = {}
+        self.free, self.heavy = operator_kinds()
+        self.installed = ""
+
+    # ---------------------------------------------------------------- hooks
+
+    def install(self) -> None:
+        """Hook the launch path of this process's Triton (fails loudly: without it nothing can be checked)."""
+        tracker = self
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            from triton.runtime.interpreter import GridExecutor
+
+            original = GridExecutor.__call__
+
+            def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+                return tracker._launch(getattr(self.fn, "__name__", "?"), (args, kwargs), lambda: original(self, *args, **kwargs))
+
+            GridExecutor.__call__ = call
+            self.installed = "triton.runtime.interpreter.GridExecutor"
+            return
+        from triton.runtime import driver
+
+        launcher = driver.active.launcher_cls
+        init, original = launcher.__init__, launcher.__call__
+
+        def new_init(self: Any, src: Any, metadata: Any, *args: Any, **kwargs: Any) -> None:
+            init(self, src, metadata, *args, **kwargs)
+            self._agent_kernel = getattr(metadata, "name", None) or getattr(getattr(src, "fn", None), "__name__", "?")
+
+        def new_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return tracker._launch(getattr(self, "_agent_kernel", "?"), (args, kwargs), lambda: original(self, *args, **kwargs))
+
+        launcher.__init__, launcher.__call__ = new_init, new_call
+        self.installed = f"{launcher.__module__}.{launcher.__qualname__}"
+
+    def hooked(self) -> dict[str, Any]:
+        """The hooked classes, for the integrity snapshot."""
+        import importlib
+
+        module, _, name = self.installed.rpartition(".")
+        return {self.installed: getattr(importlib.import_module(module), name)} if self.installed else {}
+
+    # ---------------------------------------------------------------- one forward
+
+    def begin(self, trace: bool, inputs: list[Any], count_only: bool = False) -> None:
+        """Start recording one call; `count_only` (timed calls): launches are counted, nothing else is looked at."""
+        self.tracing, self.launches, self.count_only = trace, 0, count_only
+        self.launch_storages = set()
+        self._ids, self._storages, self._launch_log, self._ops = {}, {}, [], {}
+        self._input_ids = [self._id(t) for t in _tensors(inputs, self.torch)] if trace else []
+        # storages derived from the forward's inputs (the data), followed through operators and launches
+        self._tainted = {self._key(t) for t in _tensors(inputs, self.torch)} if trace else set()
+
+    def end(self, outputs: list[Any]) -> tuple[bool, Trace | None]:
+        """(every output's storage was given to a launch, the trace if tracing)."""
+        self.depth += 1
+        try:
+            keys = [self._key(t) for t in outputs]
+            launched = bool(keys) and all(k in self.launch_storages for k in keys)
+            if not self.tracing:
+                return launched, None
+            trace = Trace(launches=self._launch_log, ops=list(self._ops.values()), inputs=self._input_ids,
+                          outputs=[self._id(t) for t in outputs], storages=list(self._storages.values()))
+            self.tracing = False
+            return launched, trace
+        finally:
+            self.depth -= 1
+
+    def _key(self, t: Any) -> int:
+        return int(t.untyped_storage().data_ptr())
+
+    def _id(self, t: Any) -> int:
+        key = self._key(t)
+        if key not in self._ids:
+            self._ids[key] = len(self._ids)
+            self._storages[key] = Storage(id=self._ids[key], bytes=int(t.untyped_storage().nbytes()), shape=list(t.shape))
+        return self._ids[key]
+
+    def _launch(self, name: str, args: Any, run: Callable[[], Any]) -> Any:
+        if self.depth:
+            return run()
+        if self.count_only:
+            self.launches += 1
+            return run()
+        self.depth += 1
+        try:
+            self.launches += 1
+            tensors = _tensors(args, self.torch)
+            self.launch_storages.update(self._key(t) for t in tensors)
+            if not self.tracing:
+                return run()
+            by_key = {self._key(t): t for t in tensors}
+            before = {k: self._snapshot(t) for k, t in by_key.items()}
+            result = run()
+            self.trusted.sync()
+            written = [span for k, t in by_key.items() if (span := self._changed(t, before[k])) is not None]
+            if self._tainted & set(by_key):
+                self._tainted.update(k for k, t in by_key.items() if self._id(t) in {w.id for w in written})
+            self._launch_log.append(Launch(kernel=name, args=[self._extent(t) for t in tensors], written=written))
+            return result
+        finally:
+            self.depth -= 1
+
+    def _extent(self, t: Any) -> Span:
+        """The bytes of its storage a tensor view covers."""
+        size = t.element_size()
+        lo = t.storage_offset() * size
+        reach = sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) + 1 if t.numel() else 0
+        return Span(id=self._id(t), lo=lo, hi=lo + reach * size)
+
+    def _changed(self, t: Any, before: Any) -> Span | None:
+        after = self._snapshot(t)
+        if self.trusted.equal(before, after):
+            return None
+        where = (before != after).nonzero()
+        return Span(id=self._id(t), lo=int(where[0]), hi=int(where[-1]) + 1)
+
+    def _snapshot(self, t: Any) -> Any:
+        """A copy of the whole storage under `t` (a launch may write outside the view it was given)."""
+        whole = self.torch.empty(0, dtype=self.torch.uint8, device=t.device).set_(t.untyped_storage())
+        return self.trusted.clone(whole)
+
+    # ---------------------------------------------------------------- operators
+
+    def dispatch_mode(self) -> Any:
+        """A TorchDispatchMode recording the forward's operators (enter it around the call)."""
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        tracker = self
+
+        class Recorder(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:
+                return False  # True would import torch._dynamo (2.3 s) to wrap a method nothing compiles
+
+            def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                out = func(*args, **(kwargs or {}))
+                if not tracker.depth and tracker.tracing:
+                    tracker._op(func, args, kwargs or {}, out)
+                return out
+
+        return Recorder()
+
+    def _op(self, func: Any, args: Any, kwargs: dict, out: Any) -> None:
+        self.depth += 1
+        try:
+            name = func._overloadpacket.__name__
+            ins = {id(t): t for t in _tensors((args, kwargs), self.torch)}
+            outs = _tensors(out, self.torch)
+            sizes = [t.numel() * t.element_size() for t in ins.values()]
+            if name in ("copy_", "set_") or name.endswith("_"):  # in place: the written tensor derives from the rest
+                outs = [*outs, *list(ins.values())[:1]]
+            kind = "free" if name in self.free else "heavy" if name in self.heavy else "compute"
+            if kind == "free" and self._crosses_devices(name, list(ins.values()), kwargs):
+                kind, name = "compute", f"{name} (to another device)"
+            op = self._ops.setdefault(name, Op(name=name, kind=kind))
+            op.calls += 1
+            op.in_bytes += sum(sizes)
+            if any(self._key(t) in self._tainted for t in ins.values()):
+                op.data_bytes += sum(sizes)
+                self._tainted.update(self._key(t) for t in outs)
+            op.largest_bytes = max([op.largest_bytes, *sizes, *(t.numel() * t.element_size() for t in outs)])
+        finally:
+            self.depth -= 1
+
+    @staticmethod
+    def _crosses_devices(name: str, ins: list[Any], kwargs: dict) -> bool:
+        """A copy to another device (host) is where a forward could compute outside PyTorch's operators."""
+        kinds = {t.device.type for t in ins}
+        target = kwargs.get("device")
+        return len(kinds) > 1 or (target is not None and any(k != getattr(target, "type", str(target).split(":")[0])
+                                                             for k in kinds))

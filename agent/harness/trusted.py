@@ -1,0 +1,168 @@
+"""What the worker holds on to before any candidate code runs, and how it notices the candidate reaching for it.
+
+The candidate runs in the process that times and reports it, so three things keep the report honest:
+- Trusted: the functions the harness times and fills inputs with, taken as C-level references (TensorBase methods,
+  the CUDA event base type, torch._C's synchronize) before the candidate is imported. Replacing `torch.cuda.Event`,
+  `time.perf_counter` or `torch.Tensor.normal_` afterwards changes nothing the harness calls.
+- Integrity: a snapshot of what torch, triton, builtins and the harness's own modules bind (functions, classes,
+  modules) and of PyTorch's numeric flags. Compared after the candidate's import, validation and timing: any
+  replaced or deleted binding, or a changed flag, is reported (the parent turns it into a rule_violation).
+- guard(): an audit hook (irremovable once added) refusing, from the candidate's own code, the interpreter's
+  introspection (frames, the garbage collector, tracing hooks, code objects, ctypes) and process/network calls.
+The static policy is the first fence and the sandbox the wall; these make a gap in the fence visible.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+
+class Trusted:
+    """C-level references for timing and filling inputs, taken before the candidate is imported."""
+
+    def __init__(self, device: str) -> None:
+        import time
+
+        import torch
+
+        self.device = device
+        self.perf_counter = time.perf_counter
+        self.normal_ = torch._C.TensorBase.normal_
+        self.clone = torch._C.TensorBase.clone
+        self.copy_ = torch._C.TensorBase.copy_
+        self.sum = torch._C.TensorBase.sum
+        self.to = torch._C.TensorBase.to
+        self.equal = torch.equal
+        self.generator = torch.Generator
+        self.cuda = device == "cuda"
+        if self.cuda:
+            self._sync = torch._C._cuda_synchronize
+            self.event_type = torch._C._CudaEventBase
+            self.record = torch._C._CudaEventBase.record
+            self.elapsed = torch._C._CudaEventBase.elapsed_time
+            self.current_stream = torch.cuda.current_stream
+
+    def sync(self) -> None:
+        if self.cuda:
+            self._sync()
+
+    def event(self) -> Any:
+        return self.event_type(enable_timing=True)
+
+
+def _flags() -> dict[str, Any]:
+    """PyTorch's numeric and dispatch state: a candidate must be judged, and timed, under the defaults."""
+    import torch
+
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    return {
+        "cudnn.enabled": cudnn.enabled, "cudnn.benchmark": cudnn.benchmark, "cudnn.deterministic": cudnn.deterministic,
+        "cudnn.allow_tf32": cudnn.allow_tf32, "matmul.allow_tf32": matmul.allow_tf32,
+        "matmul.allow_fp16_reduced_precision_reduction": matmul.allow_fp16_reduced_precision_reduction,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
+        "default_dtype": str(torch.get_default_dtype()), "num_threads": torch.get_num_threads(),
+        "dispatch_modes": torch._C._len_torch_dispatch_stack(), "function_modes": torch._C._len_torch_function_stack(),
+    }
+
+
+def _watched(extra: dict[str, Any]) -> dict[str, Any]:
+    import builtins
+    import time
+
+    import torch
+    import triton
+    import triton.language
+
+    found: dict[str, Any] = {
+        "torch": torch, "torch.Tensor": torch.Tensor, "torch.nn.Module": torch.nn.Module,
+        "torch.nn.Parameter": torch.nn.Parameter, "torch.cuda.Event": torch.cuda.Event,
+        "torch.autograd.Function": torch.autograd.Function,
+        "torch.nn.functional": torch.nn.functional, "torch.cuda": torch.cuda, "time": time, "builtins": builtins,
+        "triton": triton, "triton.language": triton.language,
+    }
+    found.update(extra)
+    for name, module in list(sys.modules.items()):
+        if name.startswith("agent.harness") and module is not None:
+            found[name] = module
+    return found
+
+
+class Integrity:
+    """What the watched objects bind now; `changed()` lists every binding replaced or deleted since."""
+
+    def __init__(self, extra: dict[str, Any] | None = None) -> None:
+        self.objects = _watched(extra or {})
+        self.modules = {name: sys.modules.get(name) for name in self.objects if name in sys.modules}
+        self.bindings = {(label, key): value for label, obj in self.objects.items()
+                         for key, value in list(vars(obj).items())
+                         if callable(value) or isinstance(value, (type, types.ModuleType))}
+        self.keys = {label: set(vars(obj)) for label, obj in self.objects.items()}
+        self.flags = _flags()
+
+    def changed(self) -> list[str]:
+        out = []
+        for (label, key), value in self.bindings.items():
+            now = vars(self.objects[label]).get(key, _GONE)
+            if now is not value:
+                out.append(f"{label}.{key}" + (" (deleted)" if now is _GONE else ""))
+        for label, obj in self.objects.items():  # a class gains no attribute on its own: one added shadows a base's
+            if isinstance(obj, type):
+                out += [f"{label}.{key} (added)" for key in list(vars(obj))
+                        if key not in self.keys[label] and key not in _RUNTIME_CACHES]
+        for name, module in self.modules.items():
+            if sys.modules.get(name) is not module:
+                out.append(f"sys.modules[{name!r}]")
+        now_flags = _flags()
+        out += [f"{k}: {v!r} -> {now_flags[k]!r}" for k, v in self.flags.items() if now_flags.get(k) != v]
+        return out
+
+
+_GONE = object()
+_RUNTIME_CACHES = {"__slotnames__"}  # what the interpreter itself adds to a class (copyreg, when pickling)
+
+# Audit events refused while any frame of the candidate is on the stack (the candidate can hand the function to a
+# library as a callback), and those refused when the candidate's code triggers them itself (libraries use them).
+_ANYWHERE = {"gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys.settrace", "sys.setprofile",
+             "sys._current_frames", "sys._current_exceptions", "sys.addaudithook"}
+_DIRECT = {"sys._getframe", "sys._getframemodulename", "function.__new__", "code.__new__", "marshal.loads",
+           "marshal.load", "ctypes.dlopen", "ctypes.dlsym", "ctypes.addressof", "ctypes.string_at", "ctypes.wstring_at",
+           "ctypes.cdata", "ctypes.PyObj_FromPtr", "ctypes.call_function", "os.system", "os.exec", "os.posix_spawn",
+           "os.spawn", "os.fork", "os.forkpty", "os.kill", "os.killpg", "subprocess.Popen", "socket.connect",
+           "socket.bind", "open", "builtins.input", "object.__getattr__", "object.__setattr__", "object.__delattr__",
+           "pickle.find_class"}
+_ATTRS = {"__code__", "__globals__", "__closure__", "__defaults__", "__kwdefaults__", "__builtins__", "tb_frame",
+          "tb_next", "gi_frame", "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "f_back", "f_globals",
+          "f_locals", "f_builtins", "f_code", "__bases__", "__class__", "__dict__", "__subclasses__"}
+
+
+def guard(candidate_file: str, on_refusal: Callable[[str], None]) -> None:
+    """Refuse introspection and process calls from the candidate's code for the rest of this process's life."""
+    getframe = sys._getframe
+    busy = [False]
+    watched = _ANYWHERE | _DIRECT
+
+    def hook(event: str, args: tuple) -> None:
+        if event not in watched or busy[0]:
+            return
+        if event.startswith("object.") and not (len(args) > 1 and args[1] in _ATTRS):
+            return
+        busy[0] = True
+        try:
+            frame = getframe(1)
+            direct = frame.f_code.co_filename == candidate_file
+            if event in _ANYWHERE and not direct:
+                while frame is not None and frame.f_code.co_filename != candidate_file:
+                    frame = frame.f_back
+                direct = frame is not None
+        finally:
+            busy[0] = False
+        if direct:
+            what = f"{event} ({args[1]})" if event.startswith("object.") else event
+            on_refusal(what)
+            raise RuntimeError(f"the harness refuses {what} from candidate code")
+
+    sys.addaudithook(hook)
