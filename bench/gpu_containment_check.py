@@ -55,7 +55,9 @@ for t in ["/etc/agent-probe", sys.prefix + "/agent-probe", "/opt/agent-probe", o
     except OSError:
         pass
 out["wrote_outside"] = wrote
-subprocess.Popen(["setsid", "sh", "-c", "sleep 8; echo alive > {{}}".format(os.getcwd() + "/daemon.txt")])
+# a detached daemon that waits for this probe to end, then 2 s more, then writes: it must never get to write
+subprocess.Popen(["setsid", "sh", "-c", "while kill -0 {{}} 2>/dev/null; do sleep 0.2; done; sleep 2; echo alive > {{}}"
+                  .format(os.getpid(), os.getcwd() + "/daemon.txt")])
 import torch, triton, triton.language as tl
 @triton.jit
 def add(x_ptr, y_ptr, n, B: tl.constexpr):
@@ -75,7 +77,7 @@ def wall_probe() -> dict:
         (Path(d) / "probe.py").write_text(WALL)  # a file: @triton.jit needs the source
         r = run_sandboxed([sys.executable, str(Path(d) / "probe.py")], workdir=Path(d), timeout_s=180,
                           env={"PYTHONPATH": os.environ.get("PYTHONPATH", "")})
-        time.sleep(12)  # the daemon writes 8 s after it starts: the probe has long exited by then
+        time.sleep(4)  # the daemon would write 2 s after the probe exits
         daemon = (Path(d) / "daemon.txt").exists()
         try:
             res = json.loads(r.stdout.strip().splitlines()[-1])

@@ -253,6 +253,36 @@ def test_only_the_fastest_new_candidate_of_a_round_is_profiled(store):
     assert store.get_candidate(cid(run_id, 1, 2)).profile.bottleneck.kind == "memory-bound"
 
 
+class DurationProfiler(FixedProfiler):
+    """Profiler: the candidate's kernels take `ms[candidate]` under ncu (gpu__time_duration.sum, in ns)."""
+
+    def __init__(self, ms: dict[str, float]) -> None:
+        super().__init__()
+        self.ms = ms
+
+    def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
+        self.calls.append(candidate_id)
+        name = next((n for n in self.ms if f"# kernel: {n}" in code), None)
+        ms = self.ms.get(name, 1.0)
+        return Profile(gpu="4090", kernels={"k": KernelProfile(name="k", metrics={"gpu__time_duration.sum": ms * 1e6})})
+
+
+def test_a_best_whose_timing_ncu_contradicts_is_rejected_and_the_next_one_profiled(store):
+    config, run_id = new_run(store, iterations=1, samples=2)
+    evaluator = TableEvaluator({"forged": correct(0.03), "honest": correct(7.0)})
+    profiler, events = DurationProfiler({"forged": 9.0, "honest": 6.5}), Events()
+
+    outcome = go(store, config, run_id, RecordingProposer([answer("forged"), answer("honest")]), evaluator, profiler, events)
+
+    assert profiler.calls == [cid(run_id, 0, 0), cid(run_id, 1, 1), cid(run_id, 1, 2)]
+    assert outcome.best.candidate == cid(run_id, 1, 2)
+    forged = store.get_candidate(cid(run_id, 1, 1))
+    assert forged.result.verdict == Verdict.RULE_VIOLATION and "timing not reproducible" in forged.result.message
+    assert forged.result.timing is None
+    row = next(r for r in store.leaderboard(run=run_id, include_all=True) if r.candidate == cid(run_id, 1, 1))
+    assert row.verdict == "rule_violation"
+
+
 def test_patience_stops_a_run_without_improvement(store):
     config, run_id = new_run(store, iterations=5, samples=1, patience=2)
     evaluator = TableEvaluator({"slower": correct(12.0)})
