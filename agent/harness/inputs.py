@@ -77,14 +77,18 @@ def digest(x: Any) -> str:
 
 
 def flatten(out: Any) -> tuple[str, list[Any]]:
-    """(kind, tensors): a Tensor or a tuple/list of Tensors; anything else is reported by its type."""
+    """(kind, tensors): a Tensor or a tuple/list of Tensors; anything else is reported by its type. A tensor subclass
+    is not a tensor here: its methods (and so the harness's copy of it) could run code of the candidate's."""
     import torch
 
-    if isinstance(out, torch.Tensor):
+    def plain(o: Any) -> bool:
+        return type(o) is torch.Tensor
+
+    if plain(out):
         return "tensor", [out]
-    if isinstance(out, (tuple, list)) and out and all(isinstance(o, torch.Tensor) for o in out):
+    if type(out) in (tuple, list) and out and all(plain(o) for o in out):
         return f"{type(out).__name__}[{len(out)}]", list(out)
-    return f"not a tensor: {type(out).__name__}", []
+    return f"not a plain tensor: {type(out).__name__}", []
 
 
 def is_float(x: Any) -> bool:

@@ -277,6 +277,9 @@ def worker_env(device: Device) -> dict[str, str]:
     env = {"PYTHONPATH": os.pathsep.join(paths), "PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
     if device == "cpu":
         env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"})
+    else:  # one GPU: work moved to another device would run past the timed one's events and synchronize
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
+        env["CUDA_VISIBLE_DEVICES"] = visible or "0"
     if os.environ.get("AGENT_GPU_LOCK"):  # set by agent.scale's workers: GPUs shared by several (gpulock.py)
         env["AGENT_GPU_LOCK"] = os.environ["AGENT_GPU_LOCK"]
     return env

@@ -229,6 +229,17 @@ class _Checker:
         if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id == "type":
             self.add(target, "monkeypatch", "assigning attributes of type(...) changes a class for everyone: not allowed")
 
+    def class_def(self, node: ast.ClassDef) -> None:
+        """A tensor subclass (or any class hooking torch's dispatch) can compute its value when the harness reads it,
+        after the forward's checks are over: outputs must be plain tensors."""
+        for base in node.bases:
+            if dotted(base, self.aliases) in ("torch.Tensor", "torch.nn.Parameter"):
+                self.add(node, "escape", f"class `{node.name}` subclasses {dotted(base, self.aliases)}: outputs must be "
+                         "plain tensors")
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in _TENSOR_HOOKS:
+                self.add(item, "escape", f"`{item.name}` hooks PyTorch's dispatch: not allowed in a kernel module")
+
     def call(self, node: ast.Call) -> None:
         path = dotted(node.func, self.aliases)
         if path and path.startswith("torch.backends.") and path.count(".") >= 2:
@@ -241,7 +252,9 @@ _WHY = {
     "pure-pytorch": "torch.compile is the baseline, not an answer: write Triton kernels",
     "host-compute": "a result computed outside PyTorch's operators escapes the harness's checks",
     "escape": "not allowed in a kernel module",
+    "graph": "CUDA graphs replay work the harness cannot check: launch the kernels on every call",
 }
+_TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
 
 
 # ---------------------------------------------------------------- kernels
@@ -346,6 +359,8 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
                 c.call(node)
             elif isinstance(node, ast.Constant):
                 c.string(node)
+            elif isinstance(node, ast.ClassDef):
+                c.class_def(node)
             if isinstance(node, (ast.Assign, ast.Delete)):
                 for t in node.targets:
                     c.assignment(t)

@@ -30,15 +30,16 @@ def operator_kinds() -> tuple[frozenset[str], frozenset[str]]:
 
 
 def _tensors(obj: Any, torch: Any) -> list[Any]:
+    """The tensors in (nested) arguments, in argument order."""
     out, stack = [], [obj]
     while stack:
         x = stack.pop()
         if isinstance(x, torch.Tensor):
             out.append(x)
         elif isinstance(x, (list, tuple)):
-            stack.extend(x)
+            stack.extend(reversed(x))
         elif isinstance(x, dict):
-            stack.extend(x.values())
+            stack.extend(reversed(list(x.values())))
         elif hasattr(x, "base") and isinstance(getattr(x, "base", None), torch.Tensor):  # a TensorDescriptor
             out.append(x.base)
     return out

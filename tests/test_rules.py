@@ -1,0 +1,94 @@
+"""agent.harness.rules: the run-time rules, judged on recorded traces (synthetic here; trace.py records real ones)."""
+
+from __future__ import annotations
+
+from agent.harness.job import Launch, Op, Span, Storage, Trace, TrialRecord
+from agent.harness.rules import floor_ms, judge, traced
+from agent.schema import StageRules
+
+MB = 1 << 20
+FUSION = StageRules(forbid_store_then_load=True, max_intermediate_write=0.125, intermediate_reason="why")
+# storages: 0 the input x (4 MB), 1 the conv output (32 MB), 2 the returned tensor (8 KB), 3 partials (64 KB)
+STORAGES = [Storage(id=0, bytes=4 * MB), Storage(id=1, bytes=32 * MB, shape=[2, 64, 256, 256]),
+            Storage(id=2, bytes=8192), Storage(id=3, bytes=65536)]
+CONV = Op(name="convolution", kind="heavy", calls=1, in_bytes=4 * MB + 4096, data_bytes=4 * MB, largest_bytes=32 * MB)
+REFERENCE = Trace(ops=[CONV, Op(name="mean", kind="compute", calls=2, in_bytes=32 * MB, data_bytes=32 * MB)],
+                  storages=STORAGES[:3], inputs=[0], outputs=[2])
+
+
+def trial(launches: list[Launch], ops: list[Op] | None = None, outputs: list[int] | None = None) -> TrialRecord:
+    trace = Trace(launches=launches, ops=[CONV] if ops is None else ops, storages=STORAGES, inputs=[0],
+                  outputs=[2] if outputs is None else outputs)
+    return TrialRecord(id=0, size="full", distribution="problem", buffer="fresh", launches=len(launches),
+                       output_launched=True, output_shapes=[[2, 64, 1, 1]], trace=trace)
+
+
+def span(sid: int, lo: int = 0, hi: int | None = None) -> Span:
+    return Span(id=sid, lo=lo, hi=next(s.bytes for s in STORAGES if s.id == sid) if hi is None else hi)
+
+
+def test_a_single_fused_kernel_that_writes_only_the_output_is_legal():
+    fused = Launch(kernel="gap", args=[span(1), span(2)], written=[span(2)])
+    assert traced(trial([fused]), REFERENCE, FUSION) is None
+
+
+def test_partial_sums_read_back_by_a_second_kernel_are_legal():
+    partial = Launch(kernel="partial", args=[span(1), span(3)], written=[span(3)])
+    combine = Launch(kernel="combine", args=[span(3), span(2)], written=[span(2)])
+    assert traced(trial([partial, combine]), REFERENCE, FUSION) is None
+
+
+def test_an_intermediate_as_large_as_the_data_is_refused_with_its_kernel_and_size():
+    scale = Launch(kernel="scale", args=[span(1), span(1)], written=[span(1)])
+    reduce = Launch(kernel="reduce", args=[span(1), span(2)], written=[span(2)])
+    msg = traced(trial([scale, reduce]), REFERENCE, FUSION)
+    assert msg and "kernel `scale` wrote 32.00 MB" in msg and "2x64x256x256" in msg and "why" in msg
+    assert traced(trial([scale, reduce]), REFERENCE, StageRules()) is None  # other stages allow it
+
+
+def test_launches_writing_disjoint_parts_of_the_output_are_not_a_round_trip():
+    out = Storage(id=2, bytes=32 * MB)
+    halves = [Launch(kernel="k", args=[span(1), Span(id=2, lo=i * 16 * MB, hi=(i + 1) * 16 * MB)],
+                     written=[Span(id=2, lo=i * 16 * MB, hi=(i + 1) * 16 * MB)]) for i in range(2)]
+    t = trial(halves)
+    t.trace.storages = [*STORAGES[:2], out]
+    assert traced(t, REFERENCE, FUSION) is None
+    reread = Launch(kernel="again", args=[Span(id=2, lo=0, hi=32 * MB)], written=[])
+    t.trace.launches.append(reread)
+    assert "reads the 16.00 MB that kernel `k` wrote" in (traced(t, REFERENCE, FUSION) or "")
+
+
+def test_the_returned_tensor_must_be_written_by_a_triton_kernel():
+    dummy = Launch(kernel="touch", args=[span(3)], written=[span(3)])
+    assert "not written by any Triton kernel" in (traced(trial([dummy]), REFERENCE, FUSION) or "")
+
+
+def test_pytorch_computing_on_the_data_is_refused_but_preparing_weights_is_not():
+    gap = Launch(kernel="gap", args=[span(1), span(2)], written=[span(2)])
+    on_data = Op(name="mean", kind="compute", calls=1, in_bytes=32 * MB, data_bytes=32 * MB, largest_bytes=32 * MB)
+    msg = traced(trial([gap], ops=[CONV, on_data]), REFERENCE, StageRules())
+    assert msg and "aten.mean x1 on 32.00 MB" in msg
+    on_weights = Op(name="sum", kind="compute", calls=1, in_bytes=8 * MB, data_bytes=0, largest_bytes=8 * MB)
+    assert traced(trial([gap], ops=[CONV, on_weights]), REFERENCE, StageRules()) is None
+
+
+def test_heavy_layers_may_stay_in_pytorch_up_to_what_the_model_feeds_them():
+    gap = Launch(kernel="gap", args=[span(1), span(2)], written=[span(2)])
+    channels_last = Op(name="convolution", kind="heavy", calls=1, in_bytes=CONV.in_bytes, data_bytes=4 * MB)
+    assert traced(trial([gap], ops=[channels_last]), REFERENCE, StageRules()) is None
+    pooling_conv = Op(name="convolution", kind="heavy", calls=2, in_bytes=CONV.in_bytes + 32 * MB, data_bytes=36 * MB)
+    assert "aten.convolution" in (traced(trial([gap], ops=[pooling_conv]), REFERENCE, StageRules()) or "")
+    matmul = Op(name="mm", kind="heavy", calls=1, in_bytes=32 * MB, data_bytes=32 * MB)
+    assert "does not run it" in (traced(trial([gap], ops=[CONV, matmul]), REFERENCE, StageRules()) or "")
+
+
+def test_every_call_must_launch_and_return_what_it_launched_on():
+    idle = TrialRecord(id=3, size="odd", distribution="randn", buffer="same buffer, new values", launches=0,
+                       output_shapes=[[1]])
+    assert "launched no Triton kernel (size odd, randn inputs" in (judge([idle], {}, StageRules()) or "")
+    beside = idle.model_copy(update={"launches": 2, "output_launched": False})
+    assert "never given to a Triton kernel" in (judge([beside], {}, StageRules()) or "")
+
+
+def test_the_physical_floor_is_the_input_read_once_at_peak_bandwidth():
+    assert abs(floor_ms(64 * MB, 3350.0) - 0.9 * 64 * MB / 3350e9 * 1e3) < 1e-9  # 0.9: the settings' floor_factor

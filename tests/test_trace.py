@@ -1,0 +1,115 @@
+"""agent.harness.trace: what a forward does, recorded where it happens. Each case runs in a fresh interpreter
+(TRITON_INTERPRET=1), as a worker does: the tracker hooks Triton's classes for the rest of the process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+PRELUDE = '''
+import json, torch, triton, triton.language as tl
+from agent.harness.trace import Tracker
+from agent.harness.trusted import Trusted
+
+@triton.jit
+def scale(x, y, n, s, B: tl.constexpr):
+    o = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y + o, tl.load(x + o, mask=o < n) * s, mask=o < n)
+
+@triton.jit
+def rowsum(x, out, L, B: tl.constexpr):
+    r = tl.program_id(0)
+    acc = tl.zeros((B,), dtype=tl.float32)
+    for start in range(0, L, B):
+        o = start + tl.arange(0, B)
+        acc += tl.load(x + r * L + o, mask=o < L, other=0.0)
+    tl.store(out + r, tl.sum(acc, axis=0))
+
+tracker = Tracker(Trusted("cpu"))
+tracker.install()
+
+def record(fn, inputs, trace=True):
+    tracker.begin(trace, inputs)
+    with tracker.dispatch_mode() if trace else __import__("contextlib").nullcontext():
+        out = fn(*inputs)
+    launched, tr = tracker.end([out])
+    print(json.dumps({"launches": tracker.launches, "launched": launched, "trace": tr.model_dump() if tr else None}))
+'''
+
+
+def run(body: str) -> dict:
+    code = PRELUDE + textwrap.dedent(body)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
+                       env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_a_launch_records_what_it_was_given_and_the_bytes_it_changed():
+    got = run('''
+        def fwd(x):
+            y = torch.zeros(4, 8)
+            scale[(1,)](x[1], y[2], 8, 2.0, B=8)   # views: row 1 of x read, row 2 of y written
+            return y
+        record(fwd, [torch.ones(4, 8)])
+    ''')
+    [launch] = got["trace"]["launches"]
+    assert launch["kernel"] == "scale" and got["launches"] == 1 and got["launched"]
+    x_span, y_span = launch["args"]
+    assert (x_span["lo"], x_span["hi"]) == (32, 64)
+    assert launch["written"] == [{"id": y_span["id"], "lo": 64, "hi": 96}]
+    assert got["trace"]["outputs"] == [y_span["id"]]
+
+
+def test_operators_on_the_data_are_told_from_operators_on_weights():
+    got = run('''
+        w = torch.randn(8)
+        def fwd(x):
+            scaled = w * 2.0                      # weights only: not the data
+            m = x.mean(dim=1)                     # on the data
+            out = torch.empty(4)
+            rowsum[(4,)](x, out, 8, B=8)
+            return out + m * 0
+        record(fwd, [torch.ones(4, 8)])
+    ''')
+    ops = {op["name"]: op for op in got["trace"]["ops"]}
+    assert ops["mean"]["kind"] == "compute" and ops["mean"]["data_bytes"] == 4 * 8 * 4
+    assert ops["mul"]["calls"] == 2 and ops["mul"]["data_bytes"] == 4 * 4  # w * 2 (weights) and m * 0 (data)
+    assert ops["empty"]["kind"] == "free"
+
+
+def test_an_untraced_call_only_counts_launches_and_their_storages():
+    got = run('''
+        def fwd(x):
+            y = torch.empty_like(x)
+            scale[(1,)](x, y, 8, 1.0, B=8)
+            scale[(1,)](y, y, 8, 1.0, B=8)
+            return torch.zeros(3)
+        record(fwd, [torch.ones(8)], trace=False)
+    ''')
+    assert got["launches"] == 2 and got["trace"] is None
+    assert got["launched"] is False  # the returned zeros were never handed to a kernel
+
+
+def test_kernels_defined_anywhere_are_seen():
+    got = run('''
+        def make():
+            @triton.jit
+            def inner(x, y, B: tl.constexpr):
+                o = tl.arange(0, B)
+                tl.store(y + o, tl.load(x + o))
+            return inner
+        k = make()
+        def fwd(x):
+            y = torch.empty_like(x)
+            k[(1,)](x, y, B=8)
+            return y
+        record(fwd, [torch.ones(8)])
+    ''')
+    assert [l["kernel"] for l in got["trace"]["launches"]] == ["inner"]
