@@ -175,7 +175,9 @@ class Tracker:
         if self.trusted.equal(before, after):
             return None
         where = (before != after).nonzero()
-        return Span(id=self._id(t), lo=int(where[0]), hi=int(where[-1]) + 1)
+        size = t.element_size()  # whole elements: a float's low bytes may not change (2.0 is 00 00 00 40)
+        lo, hi = int(where[0]), int(where[-1]) + 1
+        return Span(id=self._id(t), lo=lo - lo % size, hi=hi + (-hi) % size)
 
     def _snapshot(self, t: Any) -> Any:
         """A copy of the whole storage under `t` (a launch may write outside the view it was given)."""
