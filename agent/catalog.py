@@ -113,10 +113,8 @@ def closest_gpu(device_name: str) -> GPUSpec:
 
 def detect_device_name() -> str | None:
     """torch's name for CUDA device 0, or None where there is none (torch imported here, not at import time)."""
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is a dependency
-        return None
+    import torch
+
     if not torch.cuda.is_available():
         return None
     return torch.cuda.get_device_name(0)

@@ -1,6 +1,7 @@
 """`agent` command line: builds the parser from agent.commands.*, turns user errors into one red line.
 
-Exit codes: 0 ok, 2 usage or user error (one line, no traceback), 1 an internal error (traceback with --debug).
+Exit codes: 0 ok, 2 usage or user error (one line, no traceback), 1 the harness cannot evaluate (one line) or an
+internal error (one line; the traceback with --debug).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from typing import NoReturn
 
 from agent.commands import COMMAND_MODULES
-from agent.errors import UserError
+from agent.errors import HarnessError, UserError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -22,12 +23,13 @@ class _Parser(argparse.ArgumentParser):
         _fail(f"{self.prog}: {message}")
 
 
-def _fail(message: str, hint: str | None = None) -> NoReturn:
-    from rich.console import Console
+def _fail(message: str, hint: str | None = None, code: int = 2) -> NoReturn:
+    from agent.view import console
 
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = console(stderr=True)
+    err.soft_wrap = True
     err.print(f"[bold red]error:[/] {message}" + (f" [dim]({hint})[/]" if hint else ""), markup=True)
-    raise SystemExit(2)
+    raise SystemExit(code)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except UserError as e:
         _fail(e.message, e.hint)
+    except HarnessError as e:  # not the user's mistake, not a bug of ours either: one line, exit 1
+        _fail(e.message, e.hint, code=1)
     except KeyboardInterrupt:
         _fail("interrupted")
     except BrokenPipeError:
@@ -58,9 +62,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # a bug: keep the one-line contract unless asked for the traceback
         if args.debug:
             raise
-        from rich.console import Console
+        from agent.view import console
 
-        Console(stderr=True, highlight=False).print(
+        console(stderr=True).print(
             f"[bold red]internal error:[/] {type(e).__name__}: {e} [dim](rerun with --debug for the traceback)[/]"
         )
         return 1

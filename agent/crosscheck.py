@@ -8,9 +8,11 @@ in, measured on an H100 in BENCHMARKS.md) did not time the forward that ran, and
 
 from __future__ import annotations
 
+from agent.ncu.metadata import (
+    DURATION,  # ncu's kernel duration, ns, summed over a kernel's launches
+)
 from agent.schema import Profile, Timing
 
-DURATION = "gpu__time_duration.sum"  # ncu's kernel duration, nanoseconds, summed over a kernel's launches
 # The harness may read below ncu by this factor and still agree: ncu locks the SM clock to base (1.59 vs 1.98 GHz on
 # an H100) and flushes caches, so its durations are the slower of the two; a forged or memoised time is 10-300x off.
 BAND = 0.5

@@ -1,10 +1,12 @@
-"""The one error type for user mistakes: the CLI prints it as one red line and exits 2."""
+"""The agent's error types: each carries a one-line message and an optional hint; the CLI prints them as one red
+line (no traceback) and exits 2 for a user's mistake, 1 for the harness's own failure. A normal end of a run (a
+budget spent, a replay exhausted) is not an error: proposers say it in agent.protocols.Proposal.stop."""
 
 from __future__ import annotations
 
 
-class UserError(Exception):
-    """A mistake the user can fix (bad flag, unknown GPU, unreadable file): message plus an optional hint."""
+class AgentError(Exception):
+    """Something the agent cannot go on with, said in one line (plus a hint where one helps)."""
 
     def __init__(self, message: str, hint: str | None = None) -> None:
         super().__init__(message)
@@ -15,8 +17,13 @@ class UserError(Exception):
         return f"{self.message} ({self.hint})" if self.hint else self.message
 
 
-class StopRun(UserError):
-    """A proposer's normal reason to end a run early (budget spent, replay exhausted): not a failure."""
+class UserError(AgentError):
+    """A mistake the user can fix (bad flag, unknown GPU, unreadable file): exit 2."""
+
+
+class HarnessError(AgentError):
+    """The harness cannot evaluate at all (the problem's own Model fails, no sandbox can be built): not the
+    candidate's fault, and not a usage mistake either: exit 1, in `agent eval` and `agent run` alike."""
 
 
 def unknown(kind: str, value: str, choices: list[str] | tuple[str, ...]) -> UserError:

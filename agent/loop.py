@@ -7,22 +7,23 @@ It receives its parts (built by agent.wiring) and reads top to bottom; every dec
 from __future__ import annotations
 
 import logging
-from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from agent.crosscheck import timing_doubt
-from agent.errors import StopRun, UserError
+from agent.errors import UserError
+from agent.ncu.metadata import meta
 from agent.problems import starting_code
 from agent.prompts import PromptInput, render
+from agent.protocols import Parts, Profiler, Progress, ProposalContext, RunStore
 from agent.schema import (
     Answer,
     Candidate,
     EvalResult,
     Feedback,
     GPUSpec,
-    Profile,
     ProblemSpec,
+    Profile,
     RunConfig,
     Stage,
     Usage,
@@ -36,35 +37,6 @@ log = logging.getLogger(__name__)
 # never by less than this floor: on an H100 repeated harness timings of one kernel agree within 0.2-0.4 %,
 # and a GAP-kernel gain of ~6 µs on a 1.39 ms forward (0.4 %) is real (ncu confirms it).
 MIN_GAIN = 0.003
-
-
-class Proposer(Protocol):
-    name: str
-
-    def propose(self, prompt: str, k: int) -> list[Answer]: ...
-
-
-@runtime_checkable
-class Observer(Protocol):
-    """Proposers that use more than the prompt (the offline one) get the current state first."""
-
-    def observe(self, stage: str, code: str, profile: Profile | None, results: list[EvalResult] | None) -> None: ...
-
-
-class Evaluator(Protocol):
-    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]: ...
-
-
-class Profiler(Protocol):
-    def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None: ...
-
-
-class Progress(Protocol):
-    def start_iteration(self, iteration: int, stage: str, reason: str) -> None: ...
-    def candidate_done(self, candidate: Candidate) -> None: ...
-    def new_best(self, candidate: Candidate) -> None: ...
-    def usage(self, usage: Usage) -> None: ...
-    def message(self, text: str) -> None: ...
 
 
 class Best(BaseModel):
@@ -85,8 +57,8 @@ class Outcome(BaseModel):
     usage: Usage
 
 
-def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, proposer: Proposer,
-        evaluator: Evaluator, profiler: Profiler, store, progress: Progress) -> Outcome:
+def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, parts: Parts, store: RunStore,
+        progress: Progress) -> Outcome:
     """Run (or resume) `run_id` until iterations, budget, patience or the stage ladder run out."""
     state = store.resume_state(run_id)
     best = best_from_store(store, state.best)
@@ -99,16 +71,12 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
     stop, error = f"completed {config.iterations} iterations", None
 
     if state.last_iteration < 0:  # iteration 0: the starting kernel is the first current best
-        stage = get_stage(stage_name)
         start = starting_code(problem)
         if start is not None:
+            stage = get_stage(stage_name)
             progress.start_iteration(0, stage.name, "starting kernel")
             store.record_iteration(run_id, 0, stage.name, "", "starting kernel", None)
-            [result] = evaluator.evaluate([start], stage)
-            cand = _record(store, run_id, 0, 0, stage.name, "", Answer(text=start, model="start"), result)
-            progress.candidate_done(cand)
-            best = _best_of_round([cand], best, profiler, stage, store, progress)
-            store.end_iteration(run_id, 0)
+            _, best = _judge(run_id, 0, stage, "", [Answer(text=start, model="start")], parts, store, progress, best)
         state.last_iteration = 0
     done = state.last_iteration
 
@@ -127,37 +95,48 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
         progress.start_iteration(iteration, stage.name, reason)
         store.record_iteration(run_id, iteration, stage.name, prompt, reason, best.candidate if best else None)
 
-        if isinstance(proposer, Observer):
-            proposer.observe(stage.name, best.code if best else "", best.profile if best else None, last_results)
+        ctx = ProposalContext(prompt=prompt, k=config.samples, stage=stage.name, code=best.code if best else "",
+                              profile=best.profile if best else None, results=last_results)
         try:
-            answers = proposer.propose(prompt, config.samples)
-        except StopRun as e:  # budget spent, replay exhausted: a normal end
-            stop = e.message
-            break
+            proposal = parts.proposer.propose(ctx)
         except UserError as e:  # bad key, server gone: stop cleanly, keep what we have, and say it failed
             stop, error = e.message, e.message
+            break
+        answers = proposal.answers
+        if proposal.stop and not answers:  # budget spent, replay exhausted: a normal end
+            stop = proposal.stop
             break
         for a in answers:
             usage = usage + a.usage
         progress.usage(usage)
 
-        last_results = evaluator.evaluate([a.text for a in answers], stage)
-        recorded = []
-        for index, (answer, result) in enumerate(zip(answers, last_results), start=1):
-            cand = _record(store, run_id, iteration, index, stage.name, prompt, answer, result)
-            progress.candidate_done(cand)
-            recorded.append(cand)
-        new = _best_of_round(recorded, best, profiler, stage, store, progress)
-        improved, best = new is not best, new
-        store.end_iteration(run_id, iteration)
-        stale = 0 if improved else stale + 1
+        last_results, new = _judge(run_id, iteration, stage, prompt, answers, parts, store, progress, best)
+        stale = 0 if new is not best else stale + 1
+        best = new
         done = iteration
+        if proposal.stop:  # the proposer gave what it could and stops after this round
+            stop = proposal.stop
+            break
         if config.stage != "auto" and stale >= config.patience:
             stop = f"no improvement in {stale} iterations (patience {config.patience})"
             break
 
     store.finish_run(run_id, "failed" if error else "finished")
     return Outcome(run_id=run_id, best=best, stop_reason=stop, error=error, iterations=done, usage=usage)
+
+
+def _judge(run_id: str, iteration: int, stage: Stage, prompt: str, answers: list[Answer], parts: Parts,
+           store: RunStore, progress: Progress, best: Best | None) -> tuple[list[EvalResult], Best | None]:
+    """Evaluate a round's answers, record every candidate, profile a new best; the iteration ends recorded."""
+    results = parts.evaluator.evaluate([a.text for a in answers], stage)
+    recorded = []
+    for index, (answer, result) in enumerate(zip(answers, results), start=int(iteration > 0)):
+        cand = _record(store, run_id, iteration, index, stage.name, prompt, answer, result)
+        progress.candidate_done(cand)
+        recorded.append(cand)
+    best = _best_of_round(recorded, best, parts.profiler, stage, store, progress)
+    store.end_iteration(run_id, iteration)
+    return results, best
 
 
 # ---------------------------------------------------------------- decisions
@@ -169,7 +148,6 @@ NEXT_FOR = {  # what a converged stage's bottleneck calls for next, with why
     "memory-bound": ("memory-access", "bandwidth-bound: make every byte count"),
     "compute-bound": ("algebraic", "arithmetic-bound: eliminate work"),
 }
-NEAR_PEAK_DRAM_PCT = 80.0  # past this, reordering accesses gains little: only moving fewer bytes helps
 
 
 def choose_stage(current: str, visited: set[str], best: Best | None, stale: int, patience: int) -> tuple[str | None, str]:
@@ -186,7 +164,7 @@ def choose_stage(current: str, visited: set[str], best: Best | None, stale: int,
     if b is None:
         return open_stages[0], f"{current} stalled; no profile to classify, next on the ladder"
     wanted, why = NEXT_FOR.get(b.kind, (open_stages[0], "unclassified"))
-    if b.kind == "memory-bound" and b.figures.get("dram_pct", 0.0) >= NEAR_PEAK_DRAM_PCT:
+    if b.kind == "memory-bound" and b.figures.get("dram_pct", 0.0) >= meta().bottleneck.near_peak_dram_pct:
         wanted, why = "algebraic", f"DRAM at {b.figures['dram_pct']:.0f} % of peak: only moving fewer bytes helps"
     if wanted not in open_stages:
         wanted, why = open_stages[0], f"{why}, but {wanted} is done: next on the ladder"
@@ -207,20 +185,22 @@ def _faster(result: EvalResult, best: Best | None) -> bool:
     return t.candidate_ms < best.ms * (1 - noise)
 
 
-def _best_of_round(cands: list[Candidate], best: Best | None, profiler: Profiler, stage: Stage, store,
+def _best_of_round(cands: list[Candidate], best: Best | None, profiler: Profiler, stage: Stage, store: RunStore,
                    progress: Progress) -> Best | None:
     """The round's fastest correct candidate, profiled, if it beats `best` beyond noise; else `best` unchanged.
 
     Only that one is profiled (an ncu run costs more than evaluating the whole round), unless ncu finds its
     timing impossible (agent.crosscheck): it is then rejected and the next fastest profiled instead.
     """
-    faster = sorted((c for c in cands if _faster(c.result, best)), key=lambda c: c.result.timing.candidate_ms)
+    faster = sorted((c for c in cands if _faster(c.result, best)), key=_timed_ms)
     for cand in faster[:3]:
         profile = profiler.profile(cand.code or "", stage, cand.id)
         if profile is not None:
             store.update_profile(cand.id, profile)
             cand = cand.model_copy(update={"profile": profile})
-        doubt = timing_doubt(cand.result.timing, profile)
+        timing = cand.result.timing
+        assert timing is not None  # _faster kept only timed candidates
+        doubt = timing_doubt(timing, profile)
         if doubt is None:
             break
         # ncu saw the kernels from outside the candidate's process and they take longer than the harness said
@@ -231,9 +211,13 @@ def _best_of_round(cands: list[Candidate], best: Best | None, profiler: Profiler
         return best
     store.set_best(cand.run_id, cand.id)
     progress.new_best(cand)
-    t = cand.result.timing
+    t = timing
     return Best(candidate=cand.id, code=cand.code or "", ms=t.candidate_ms, spread_pct=t.candidate_spread_pct,
                 profile=profile)
+
+
+def _timed_ms(c: Candidate) -> float:
+    return c.result.timing.candidate_ms if c.result.timing else float("inf")
 
 
 def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Best | None,
@@ -255,7 +239,7 @@ def _feedback(results: list[EvalResult]) -> list[Feedback]:
     ][:6]
 
 
-def _record(store, run_id: str, iteration: int, index: int, stage: str, prompt: str, answer: Answer,
+def _record(store: RunStore, run_id: str, iteration: int, index: int, stage: str, prompt: str, answer: Answer,
             result: EvalResult) -> Candidate:
     cand = Candidate(id=store.candidate_id(run_id, iteration, index), run_id=run_id, iteration=iteration,
                      index=index, stage=stage, code=result.code, prompt=prompt, answer=answer, result=result)
@@ -263,14 +247,14 @@ def _record(store, run_id: str, iteration: int, index: int, stage: str, prompt: 
     return cand
 
 
-def round_results(store, run_id: str, iteration: int) -> list[EvalResult]:
+def round_results(store: RunStore, run_id: str, iteration: int) -> list[EvalResult]:
     """The results of `iteration`'s latest attempt, in index order: the feedback its next iteration was given."""
     latest = [c for c in store.candidates(run_id)
               if c.iteration == iteration and c.id == store.candidate_id(run_id, iteration, c.index)]
     return [c.result for c in sorted(latest, key=lambda c: c.index)]
 
 
-def best_from_store(store, candidate_id: str | None) -> Best | None:
+def best_from_store(store: RunStore, candidate_id: str | None) -> Best | None:
     """The recorded candidate `candidate_id` as a current best (None if it has no timing)."""
     if not candidate_id:
         return None

@@ -15,7 +15,7 @@ then moved to `out`, and the parsed Profile written beside it as JSON.
 
 Clock control: `base` (ncu's default) by default. ncu then locks the SM clock to base (1.59 vs 1.98 GHz boost on
 an H100; the DRAM clock stays), so durations read ~0-7 % longer than the harness's timings, but metrics are
-repeatable from one iteration to the next, which is what the prompt's numbers and `agent replay --diff` compare.
+repeatable from one iteration to the next, which is what the prompt's numbers and `agent ncu --diff` compare.
 Speed decisions use the harness's timing, never ncu's duration. `none` profiles at the clocks the timing saw.
 
 Every failure is a ProfileError (a UserError): one line saying what went wrong, a hint where one helps; the
@@ -31,6 +31,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
@@ -79,6 +80,7 @@ class ProfileRequest(Model):
         default="base", description="ncu --clock-control: base locks the SM clock to base (repeatable metrics)"
     )
     warmup: int = Field(default=3, description="uncounted calls before the profiled one (JIT compile, autotune)")
+    gpu_lock: Path | None = Field(default=None, description="the GPU's lock, where several workers share the GPU")
 
 
 def find_ncu() -> Path | None:
@@ -133,7 +135,7 @@ def profile(req: ProfileRequest) -> Profile:
 
     workdir = Path(tempfile.mkdtemp(prefix="agent-profile-"))
     try:
-        job_path = prepare_job(workdir, "profile", req.problem, code=req.code, device="cuda")
+        job_path = prepare_job(workdir, "profile", req.problem, code=req.code, device="cuda", gpu_lock=req.gpu_lock)
         _set_warmup(job_path, req.warmup)
         stem = workdir / _REPORT_STEM
         argv = ncu_argv(ncu, req, kernels, stem) + worker_argv(job_path)
@@ -141,8 +143,13 @@ def profile(req: ProfileRequest) -> Profile:
         env["CUDA_VISIBLE_DEVICES"] = _visible_device(req.device)
         log.debug("profiling: %s", " ".join(argv))
         started = time.monotonic()
+        if req.gpu_lock is not None:
+            from agent.harness.gpulock import ensure
+
+            ensure(req.gpu_lock)
         res = run_sandboxed(argv, workdir=workdir, timeout_s=req.timeout_s, env=env,
-                            memory_mb=settings().sandbox.memory_mb_gpu, output_limit_bytes=8 << 20)
+                            memory_mb=settings().sandbox.memory_mb_gpu, output_limit_bytes=8 << 20,
+                            expose=[req.gpu_lock.parent] if req.gpu_lock else [])
         wall = time.monotonic() - started
         text = res.stdout + "\n" + res.stderr
         result = read_result(workdir / "result.json")
@@ -216,3 +223,27 @@ def _ncu_error(text: str) -> str | None:
         if line.startswith("==ERROR=="):
             return line.removeprefix("==ERROR==").strip()[:300]
     return None
+
+
+class NcuProfiler:
+    """agent.protocols.Profiler here: a new best profiled with ncu into profiles/<run>/<candidate>.ncu-rep; None where
+    ncu cannot run (CPU mode, no ncu, no permission), the reason shown through `on_error` and logged."""
+
+    def __init__(self, problem: ProblemSpec, out: Callable[[str], Path], device: str,
+                 metric_set: Literal["stage", "full"] = "stage",
+                 timeout_s: float = 600.0, on_error: Callable[[str], None] | None = None) -> None:
+        self.problem, self.out, self.device, self.metric_set, self.timeout_s = problem, out, device, metric_set, timeout_s
+        self.on_error = on_error or (lambda msg: None)
+
+    def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
+        if self.device != "cuda":
+            return None  # CPU mode: there is no GPU to count
+        try:
+            return profile(ProfileRequest(code=code, problem=self.problem, stage=stage,
+                                          metric_set=self.metric_set,
+                                          out=self.out(candidate_id), timeout_s=self.timeout_s))
+        except ProfileError as e:  # the loop goes on without metrics; the reason is shown and logged
+            log.warning("profiling %s failed: %s", candidate_id, e)
+            self.on_error(f"profiling {candidate_id} failed: {e}")
+            return None
+

@@ -1,19 +1,43 @@
-"""Build the loop's parts from a RunConfig: the one place that knows every implementation.
+"""The one place the loop's parts are built: every implementation is registered here and nowhere else.
 
-The loop receives parts (proposer, evaluator, profiler, store); tests build their own. Here they are
-made for real: the harness in its subprocess sandbox, ncu through the profiler, the chosen LLM backend.
+    proposer = build_proposer(assembly)          # before the run exists: a bad --llm or key leaves no empty run
+    parts = build_parts(assembly, proposer)      # once it does: the evaluator and profiler the placement asks for
+
+PROPOSERS maps `--llm NAME[:ARG]` to a factory (with its argument and a check), EVALUATORS maps where candidates are evaluated (here, this host's
+GPUs, a Ray cluster) to one; adding either is one entry here plus its own module. The loop receives the result as
+one typed bundle (agent.protocols.Parts) and never imports an implementation.
 """
 
 from __future__ import annotations
 
-import logging
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent.errors import UserError
-from agent.schema import EvalResult, GPUSpec, Profile, ProblemSpec, RunConfig, Stage, Usage
+from agent.protocols import Evaluator, Parts, Profiler, Progress, Proposer
+from agent.scale.placement import Placement
+from agent.schema import GPUSpec, ProblemSpec, RunConfig, Usage
+from agent.store import Store
 
-log = logging.getLogger(__name__)
+
+@dataclass
+class Assembly:
+    """What the parts of one run are built from."""
+
+    config: RunConfig
+    problem: ProblemSpec
+    gpu: GPUSpec
+    store: Store
+    placement: Placement
+    run_id: str | None = None  # set once the run exists (a resumed run has it from the start)
+    resumed: str | None = None  # the run being resumed: its spending and its replayed answers count
+    progress: Progress | None = None
+
+    def say(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.message(text)
 
 
 def default_llm() -> str:
@@ -31,57 +55,6 @@ def local_bandwidth(device: str) -> float | None:
     return closest_gpu(name).memory_bandwidth_gbs if name else None
 
 
-class HarnessEvaluator:
-    """Evaluates a round of candidates with one shared reference (truth) computation; keeps the truths and baselines
-    (bounded) across rounds. `hide`: directories the candidates must not see (the store)."""
-
-    def __init__(self, problem: ProblemSpec, device: str, timeout_s: float, cache_dir: Path | None, seed: int,
-                 hide: list[Path] | None = None, bandwidth_gbs: float | None = None) -> None:
-        from agent.harness import Shared
-
-        self.problem, self.device, self.timeout_s, self.cache_dir, self.seed = problem, device, timeout_s, cache_dir, seed
-        self.hide, self.bandwidth_gbs = list(hide or []), bandwidth_gbs
-        self.shared = Shared()
-        self.round = 0
-
-    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
-        from agent.harness import EvalRequest, evaluate_many
-        from agent.harness.job import round_seed
-
-        # A fresh seed per round: every round's trials draw new inputs; candidates within a round share the truth.
-        self.round += 1
-        reqs = [
-            EvalRequest(source=s, problem=self.problem, stage=stage, device=self.device, timeout_s=self.timeout_s,
-                        cache_dir=self.cache_dir, seed=round_seed(self.seed, self.round), hide=self.hide,
-                        bandwidth_gbs=self.bandwidth_gbs)
-            for s in sources
-        ]
-        return evaluate_many(reqs, self.shared)
-
-
-class NcuProfiler:
-    """Profiles a new best with ncu into profiles/<run>/<candidate>.ncu-rep; None where ncu cannot run."""
-
-    def __init__(self, problem: ProblemSpec, store, run_id: str, device: str, metric_set: str = "stage",
-                 timeout_s: float = 600.0, on_error=None) -> None:
-        self.problem, self.store, self.run_id, self.device = problem, store, run_id, device
-        self.metric_set, self.timeout_s, self.on_error = metric_set, timeout_s, on_error or (lambda msg: None)
-
-    def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
-        if self.device != "cuda":
-            return None  # CPU mode: there is no GPU to count
-        from agent.profiler import ProfileError, ProfileRequest, profile
-
-        try:
-            return profile(ProfileRequest(code=code, problem=self.problem, stage=stage, metric_set=self.metric_set,
-                                          out=self.store.profile_path(self.run_id, candidate_id),
-                                          timeout_s=self.timeout_s))
-        except ProfileError as e:  # the loop goes on without metrics; the reason is shown and logged
-            log.warning("profiling %s failed: %s", candidate_id, e)
-            self.on_error(f"profiling {candidate_id} failed: {e}")
-            return None
-
-
 class CallLog:
     """The OpenAI proposer's on_call: saves every HTTP exchange with its run.
 
@@ -89,7 +62,7 @@ class CallLog:
     once it does. The exchange belongs to the iteration the loop has just begun (recorded before it proposes).
     """
 
-    def __init__(self, store, run_id: str | None = None) -> None:
+    def __init__(self, store: Store, run_id: str | None = None) -> None:
         self.store, self.run_id = store, run_id
 
     def __call__(self, request: dict, raw: str) -> None:
@@ -99,51 +72,125 @@ class CallLog:
         self.store.record_call(self.run_id, iteration, request, raw, None)
 
 
-LLM_CHOICES = "openai, offline, replay:RUN_ID"
+# ---------------------------------------------------------------- proposers
 
 
-def check_llm(llm: str, store) -> str | None:
-    """Reject a bad --llm in one line before anything is recorded; returns a replay's source run id."""
-    if llm in ("openai", "offline"):
-        return None
-    if llm.startswith("replay:"):
-        source = store.resolve_run(llm.split(":", 1)[1])
-        if not store.answers(source):
-            raise UserError(f"run {source} recorded no answers to replay")
-        return source
-    raise UserError(f"unknown --llm {llm!r}; choose from: {LLM_CHOICES}")
+def _offline(a: Assembly, arg: str | None, calls: CallLog) -> Proposer:
+    from agent.offline import OfflineProposer
+
+    return OfflineProposer(a.problem, a.gpu)
 
 
-def build_proposer(config: RunConfig, problem: ProblemSpec, gpu: GPUSpec, store, calls: CallLog | None = None,
-                   resumed: str | None = None):
-    """The proposer named by config.llm: openai | offline | replay:RUN_ID.
-
-    `resumed`: the run being resumed, whose spending counts against --budget-usd and whose complete iterations
-    already consumed the first of a replay's answers.
-    """
-    llm = config.llm
-    source = check_llm(llm, store)
-    if llm == "offline":
-        from agent.offline import OfflineProposer
-
-        return OfflineProposer(problem, gpu)
-    if source is not None:
-        from agent.llm import ReplayProposer
-
-        served = _answers_served(store, resumed) if resumed else 0
-        # A replay spends nothing: the recorded usage stays with the run that paid for it.
-        answers = [a.model_copy(update={"usage": Usage()}) for a in store.answers(source)[served:]]
-        return ReplayProposer(answers, name=f"replay:{source}")
-    from agent.llm import Budget, OpenAIConfig, OpenAIProposer
-
-    spent = store.get_run(resumed).usage.cost_usd if resumed else 0.0
-    return OpenAIProposer(OpenAIConfig(model=config.model), budget=Budget(limit_usd=config.budget_usd, spent_usd=spent),
-                          on_call=calls or CallLog(store, resumed))
-
-
-def _answers_served(store, run_id: str) -> int:
-    """Answers the run's complete iterations recorded: where a resumed replay carries on."""
+def _replay(a: Assembly, arg: str | None, calls: CallLog) -> Proposer:
+    from agent.llm import ReplayProposer
     from agent.loop import round_results
 
-    last = store.resume_state(run_id).last_iteration
-    return sum(len(round_results(store, run_id, n)) for n in range(1, last + 1))
+    source = a.store.resolve_run(arg or "")
+    served = 0
+    if a.resumed:  # its complete iterations already consumed the first of the answers
+        last = a.store.resume_state(a.resumed).last_iteration
+        served = sum(len(round_results(a.store, a.resumed, n)) for n in range(1, last + 1))
+    # A replay spends nothing: the recorded usage stays with the run that paid for it.
+    answers = [x.model_copy(update={"usage": Usage()}) for x in a.store.answers(source)[served:]]
+    return ReplayProposer(answers, name=f"replay:{source}")
+
+
+def _openai(a: Assembly, arg: str | None, calls: CallLog) -> Proposer:
+    from agent.llm import Budget, OpenAIConfig, OpenAIProposer
+
+    spent = a.store.get_run(a.resumed).usage.cost_usd if a.resumed else 0.0
+    return OpenAIProposer(OpenAIConfig(model=a.config.model), budget=Budget(limit_usd=a.config.budget_usd, spent_usd=spent),
+                          on_call=calls)
+
+
+def _replay_has_answers(store: Store, arg: str) -> None:
+    source = store.resolve_run(arg)
+    if not store.answers(source):
+        raise UserError(f"run {source} recorded no answers to replay")
+
+
+@dataclass(frozen=True)
+class ProposerKind:
+    """One `--llm` choice: its factory, the argument it takes after a colon (None: none), and a check that runs
+    before the run is created (a bad argument must not leave an empty run behind)."""
+
+    build: Callable[[Assembly, str | None, CallLog], Proposer]
+    arg: str | None = None
+    check: Callable[[Store, str], None] | None = None
+
+    def usage(self, name: str) -> str:
+        return f"{name}:{self.arg}" if self.arg else name
+
+
+PROPOSERS: dict[str, ProposerKind] = {
+    "openai": ProposerKind(_openai),
+    "offline": ProposerKind(_offline),
+    "replay": ProposerKind(_replay, arg="RUN_ID", check=_replay_has_answers),
+}
+
+
+def llm_choices(sep: str = ", ") -> str:
+    return sep.join(kind.usage(name) for name, kind in PROPOSERS.items())
+
+
+def check_llm(llm: str, store: Store) -> None:
+    """Reject a bad --llm in one line before anything is recorded."""
+    name, _, arg = llm.partition(":")
+    kind = PROPOSERS.get(name)
+    if kind is None or bool(kind.arg) != bool(arg):
+        raise UserError(f"unknown --llm {llm!r}; choose from: {llm_choices()}")
+    if kind.check is not None:
+        kind.check(store, arg)
+
+
+def build_proposer(a: Assembly, calls: CallLog | None = None) -> Proposer:
+    """The proposer `--llm` names (see PROPOSERS)."""
+    check_llm(a.config.llm, a.store)
+    name, _, arg = a.config.llm.partition(":")
+    return PROPOSERS[name].build(a, arg or None, calls or CallLog(a.store, a.resumed))
+
+
+# ---------------------------------------------------------------- evaluators and profilers
+
+
+def _requests(a: Assembly):  # -> agent.harness.evaluator.RoundRequests (imported lazily: it imports torch's world)
+    from agent.harness.evaluator import RoundRequests
+
+    c = a.config
+    return RoundRequests(problem=a.problem, device=c.device, timeout_s=c.timeout_s,
+                         cache_dir=a.store.root / "candidates" / ".cache", seed=c.seed, hide=[a.store.root],
+                         bandwidth_gbs=local_bandwidth(c.device))
+
+
+def _profile_path(a: Assembly) -> Callable[[str], Path]:
+    run_id = a.run_id or ""
+    return lambda candidate_id: a.store.profile_path(run_id, candidate_id)
+
+
+def _local(a: Assembly) -> tuple[Evaluator, Profiler]:
+    from agent.harness.evaluator import LocalEvaluator
+    from agent.profiler import NcuProfiler
+
+    return LocalEvaluator(_requests(a)), NcuProfiler(a.problem, _profile_path(a), a.config.device, on_error=a.say)
+
+
+def _pool(a: Assembly) -> tuple[Evaluator, Profiler]:
+    from agent.scale import ScaleEvaluator, ScaleProfiler
+
+    pool = a.placement.pool()
+    a.say(f"evaluating on {pool.describe()}")
+    evaluator = ScaleEvaluator(pool, _requests(a), on_round=a.say)
+    return evaluator, ScaleProfiler(pool, a.problem, _profile_path(a), a.config.device, on_error=a.say)
+
+
+EVALUATORS: dict[str, Callable[[Assembly], tuple[Evaluator, Profiler]]] = {
+    "local": _local,
+    "gpus": _pool,
+    "cluster": _pool,
+}
+
+
+def build_parts(a: Assembly, proposer: Proposer) -> Parts:
+    """The loop's parts for a run that exists (a.run_id set)."""
+    evaluator, profiler = EVALUATORS[a.placement.kind](a)
+    return Parts(proposer=proposer, evaluator=evaluator, profiler=profiler)

@@ -24,19 +24,14 @@ sys.path.insert(0, str(REPO))
 from agent.harness import EvalRequest, evaluate, evaluate_many  # noqa: E402
 from agent.harness.sandbox import isolation  # noqa: E402
 from agent.problems import load_problem, starting_code  # noqa: E402
-from agent.schema import EvalResult, Stage, StageRules  # noqa: E402
+from agent.schema import EvalResult, Stage  # noqa: E402
+from agent.stages import get_stage  # noqa: E402
 
 CANDIDATES = REPO / "tests" / "candidates"
 
 
 def stage() -> Stage:
-    try:
-        from agent.stages import get_stage
-
-        return get_stage("memory-fusion")
-    except Exception:  # stages not there yet: the same rules, built here
-        return Stage(name="memory-fusion", focus="memory fusion", template="memory-fusion.j2", metrics=[],
-                     rules=StageRules(forbid_store_then_load=True, max_intermediate_write=0.125))
+    return get_stage("memory-fusion")
 
 
 def summary(label: str, r: EvalResult, wall_s: float) -> dict:

@@ -40,6 +40,7 @@ DEVICE = "cuda" if CUDA else "cpu"
 from agent.harness.extract import extract_code  # noqa: E402
 from agent.offline import OfflineProposer  # noqa: E402
 from agent.problems import load_module, load_problem  # noqa: E402
+from agent.protocols import ProposalContext  # noqa: E402
 from agent.schema import KernelProfile, Profile  # noqa: E402
 
 DEADLINE_S = 210.0  # stop adding candidates past this (the whole script must stay under 4 minutes)
@@ -104,7 +105,6 @@ def copy_bandwidth_gbs() -> float:
     dst = torch.empty_like(src)
     src_bytes = src.numel() * 4
     ms, _ = bench(lambda: dst.copy_(src), target_ms=100)
-    del src, dst
     return 2 * src_bytes / (ms * 1e-3) / 1e9
 
 
@@ -204,7 +204,8 @@ def main() -> int:
                 print(f"deadline: skipping the rest of {tag}", flush=True)
                 break
             code = extract_code(a.text)
-            variant = proposer._by_code[code.strip()]
+            variant = proposer.variant_of(code)
+            assert variant is not None, "an offline answer the proposer did not render"
             path = work / f"{tag}_{i:02d}.py"
             path.write_text(code)
             try:
@@ -220,8 +221,10 @@ def main() -> int:
             done.append(row)
         return done
 
-    proposer.observe("memory-fusion", problem.start.read_text(), seed_profile(), [])
-    first = run_answers("mf1", proposer.propose("prompt", 12))
+    def ask(stage: str, code: str, profile: Profile, k: int) -> list:
+        return proposer.propose(ProposalContext(prompt="", k=k, stage=stage, code=code, profile=profile)).answers
+
+    first = run_answers("mf1", ask("memory-fusion", problem.start.read_text(), seed_profile(), 12))
     ok = [r for r in first if "gap_us" in r and r.get("error", 1) < 1e-3]
     if ok:
         best = min(ok, key=lambda r: r["gap_us"])
@@ -232,10 +235,8 @@ def main() -> int:
             "launch__grid_size": plan.rows, "sm__warps_active.avg.pct_of_peak_sustained_active": 75.0,
             "dram__throughput.avg.pct_of_peak_sustained_elapsed": dram_pct,
             "gpu__time_duration.sum": best["gap_us"] * 1e3})})
-        proposer.observe("memory-fusion", best_code.read_text(), prof, [])
-        run_answers("mf2", proposer.propose("prompt", 8))
-        proposer.observe("algebraic", best_code.read_text(), prof, [])
-        run_answers("alg", proposer.propose("prompt", 3))
+        run_answers("mf2", ask("memory-fusion", best_code.read_text(), prof, 8))
+        run_answers("alg", ask("algebraic", best_code.read_text(), prof, 3))
 
     # ---------------------------------------------------------------- summary
     eager = next((r for r in rows if r["label"] == "eager" and "ms" in r), None)

@@ -9,7 +9,7 @@ For each candidate (agent/problems/gap44_start.py, bench/candidates/gap44_rowsum
 2. profiler.profile with the stage set (memory-fusion), 3. with --set full,
 then prints the metrics, the bottleneck, the rule results' titles, the wall time each ncu run took and how much
 ncu added over (1); compares the seed's stage profile with the fixture (tests/data/ncu/seed_h100_metrics.ncu-rep:
-grid 32, DRAM 23.51 %, 685.8 µs); and runs `agent profile` + `agent replay --format prompt` once through the CLI.
+grid 32, DRAM 23.51 %, 685.8 µs); and runs `agent profile` + `agent ncu --format prompt` once through the CLI.
 Files under $OUT (6): the four .ncu-rep reports, summary.json (every parsed profile, wall times, diffs), cli.txt.
 """
 
@@ -32,23 +32,12 @@ from agent.ncu import diff, read_report, stage_metric_set  # noqa: E402
 from agent.problems import load_problem  # noqa: E402
 from agent.profiler import ProfileError, ProfileRequest, find_ncu, profile  # noqa: E402
 from agent.schema import Stage  # noqa: E402
+from agent.stages import get_stage  # noqa: E402
 
 FIXTURE = REPO / "tests" / "data" / "ncu" / "seed_h100_metrics.ncu-rep"
 CANDIDATES = {"seed": REPO / "agent" / "problems" / "gap44_start.py", "rowsum": REPO / "bench" / "candidates" / "gap44_rowsum.py"}
-SEED_FIVE = [
-    "sm__throughput.avg.pct_of_peak_sustained_elapsed", "launch__grid_size",
-    "sm__warps_active.avg.pct_of_peak_sustained_active", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
-    "lts__t_sector_hit_rate.pct",
-]
-
-
 def stage() -> Stage:
-    try:
-        from agent.stages import get_stage
-
-        return get_stage("memory-fusion")
-    except ImportError:  # before the stage ladder exists: the seed's five, as the stage declares them
-        return Stage(name="memory-fusion", focus="fusion", template="memory_fusion.j2", metrics=SEED_FIVE)
+    return get_stage("memory-fusion")
 
 
 def plain_run(code: str, problem) -> dict:
@@ -153,11 +142,11 @@ def main() -> int:
             pct = f"{d.pct:+.1f} %" if d.pct is not None else "—"
             print(f"  {d.kernel[:60]:60s} {d.metric[:45]:45s} {d.before!s:>20} → {d.after!s:>20} {pct:>9} {d.direction}")
 
-    # once through the CLI: `agent profile` then `agent replay --format prompt`
+    # once through the CLI: `agent profile` then `agent ncu --format prompt`
     cli_out = []
     cli_report = work / "cli_rowsum.ncu-rep"
     for argv in (["profile", str(CANDIDATES["rowsum"]), "--problem", "gap44", "--stage", st.name, "-o", str(cli_report)],
-                 ["replay", str(cli_report), "--format", "prompt", "--stage", st.name]):
+                 ["ncu", str(cli_report), "--format", "prompt", "--stage", st.name]):
         t0 = time.monotonic()
         r = subprocess.run([sys.executable, "-m", "agent", *argv], capture_output=True, text=True, cwd=REPO, timeout=400)
         cli_out.append(f"$ agent {' '.join(argv)}   # exit {r.returncode}, {time.monotonic() - t0:.1f} s\n{r.stdout}{r.stderr}")

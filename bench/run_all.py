@@ -37,7 +37,7 @@ REPO = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
 import bench_summary as S  # noqa: E402
-from bench_parts import child_env, run_until, tail  # noqa: E402
+from parts.common import child_env, run_until, tail  # noqa: E402
 
 MARGIN_S = 8.0  # left at the end of the budget for rendering and writing
 

@@ -55,6 +55,7 @@ def stage():
 
 
 def run_layout(name: str, make_pool, problem, cache_dir: Path, sources: list[str]) -> dict:
+    from agent.harness.evaluator import RoundRequests
     from agent.scale import ScaleEvaluator
 
     t0 = time.monotonic()
@@ -62,7 +63,7 @@ def run_layout(name: str, make_pool, problem, cache_dir: Path, sources: list[str
     try:
         infos = [h.call("info", (), 300) for h in pool.handles]  # started and answering: not part of the round
         start_s = time.monotonic() - t0
-        ev = ScaleEvaluator(pool, problem, "cuda", 180.0, cache_dir, seed=0)
+        ev = ScaleEvaluator(pool, RoundRequests(problem=problem, device="cuda", timeout_s=180.0, cache_dir=cache_dir))
         t1 = time.monotonic()
         results = ev.evaluate(sources, stage())
         wall = time.monotonic() - t1
@@ -91,9 +92,9 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     import torch
 
-    from agent.harness.pipeline import baseline
+    from agent.harness.pipeline import Shared
     from agent.problems import load_problem
-    from agent.scale import local_pool, parse_gpus, ray_pool, round_seed
+    from agent.scale import local_pool, parse_gpus, ray_pool
 
     began = time.monotonic()
     out_dir = Path(os.environ.get("OUT", "."))
@@ -103,7 +104,7 @@ def main() -> int:
     print(f"torch {torch.__version__}, GPUs visible: {gpus} ({torch.cuda.get_device_name(0)})", flush=True)
     cache_dir = Path(tempfile.mkdtemp(prefix="agent-scaling-cache-"))
     t = time.monotonic()
-    base = baseline(problem, "cuda", cache_dir, round_seed(0, 1))  # every layout's round 1 uses this seed
+    base = Shared().baseline(problem, "cuda", cache_dir, [])  # cached: every layout's round reuses it
     print(f"baselines: eager {base.eager.median_ms if base and base.eager else None} ms, "
           f"compile {base.compiled.median_ms if base and base.compiled else None} ms ({time.monotonic() - t:.0f} s)",
           flush=True)

@@ -15,6 +15,20 @@ SEED_PROMPT = SHARED / "seed" / "003_a184372c8946f8bb.txt"
 NCU_FIXTURES = SHARED / "fixtures" / "ncu"
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`gpu` tests need CUDA: skipped, with the reason shown, where there is none (this machine, CI)."""
+    gpu_items = [i for i in items if i.get_closest_marker("gpu")]
+    if not gpu_items:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (run on one: python -m pytest -m gpu -q tests/test_gpu.py)")
+    for item in gpu_items:
+        item.add_marker(skip)
+
+
 @pytest.fixture
 def repo() -> Path:
     return REPO

@@ -20,6 +20,7 @@ sys.path.insert(0, str(BENCH))
 import bench_parts as P  # noqa: E402
 import bench_summary as S  # noqa: E402
 import run_all  # noqa: E402
+from parts import accuracy, common, runs  # noqa: E402
 
 FIXTURE = REPO / "tests" / "data" / "ncu" / "seed_h100_metrics.ncu-rep"
 
@@ -91,7 +92,7 @@ def test_summarize_launches_sums_all_kernels_and_the_candidates_own():
 
 
 def test_read_launches_reads_a_real_report_in_launch_order():
-    launches = P.read_launches(FIXTURE)
+    launches = accuracy.read_launches(FIXTURE)
     assert [n for n, _ in launches] == ["fused_multiply_gap_kernel_optimized"]
     assert launches[0][1][S.DURATION] == pytest.approx(685824.0)
     assert launches[0][1][S.DRAM] == pytest.approx(23.51, abs=0.01)
@@ -122,7 +123,7 @@ def test_iteration_phases_split_an_iteration_into_propose_evaluate_profile():
     assert its[0]["wall_s"] == pytest.approx(51)
     assert its[1]["propose_s"] == pytest.approx(1) and its[1]["evaluate_s"] == pytest.approx(68)
     assert its[1]["profile_s"] == pytest.approx(10.9) and its[1]["candidates"] == 2 and its[1]["wall_s"] == pytest.approx(81)
-    assert P.run_id_from_events(events) == "20260101-000000-abcd"
+    assert runs.run_id_from_events(events) == "20260101-000000-abcd"
 
 
 def test_a_cut_iteration_has_no_wall_time():
@@ -135,7 +136,7 @@ def test_parse_events_separates_events_from_the_final_summary(tmp_path):
     f = tmp_path / "ev.jsonl"
     f.write_text('WARNING something\n{"event": "iteration", "time": "2026-01-01T00:00:00+00:00", "iteration": 0}\n'
                  '{"run": "r1", "stop_reason": "completed 1 iterations", "iterations": 1}\nnot json {\n')
-    events, final = P.parse_events(f)
+    events, final = runs.parse_events(f)
     assert [e["event"] for e in events] == ["iteration"] and final["run"] == "r1"
 
 
@@ -205,7 +206,7 @@ def test_run_until_cuts_at_the_deadline_and_kills_grandchildren(tmp_path):
     marker = tmp_path / "pids"
     cmd = ["sh", "-c", f"sleep 60 & echo $! > {marker}; sleep 60"]
     t0 = time.monotonic()
-    rc, cut, wall = P.run_until(cmd, deadline=time.monotonic() + 1.0, cwd=tmp_path, env=dict(os.environ),
+    rc, cut, wall = common.run_until(cmd, deadline=time.monotonic() + 1.0, cwd=tmp_path, env=dict(os.environ),
                                 stdout=tmp_path / "o", stderr=tmp_path / "e")
     assert cut and rc is None and time.monotonic() - t0 < 10
     grandchild = int(marker.read_text())
@@ -214,7 +215,7 @@ def test_run_until_cuts_at_the_deadline_and_kills_grandchildren(tmp_path):
 
 
 def test_run_until_returns_the_exit_status(tmp_path):
-    rc, cut, _ = P.run_until(["sh", "-c", "exit 3"], deadline=time.monotonic() + 30, cwd=tmp_path,
+    rc, cut, _ = common.run_until(["sh", "-c", "exit 3"], deadline=time.monotonic() + 30, cwd=tmp_path,
                              env=dict(os.environ), stdout=tmp_path / "o", stderr=tmp_path / "e")
     assert rc == 3 and not cut
 

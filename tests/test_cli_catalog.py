@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO, SEED_PROMPT
 
 DATA = Path(__file__).parent / "data"
 
 
 def agent(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agent", *args], cwd=REPO, capture_output=True, timeout=timeout)
+    env = {**os.environ, "COLUMNS": "200"}  # tables as wide as they need (a plugin of this machine's pytest sets 80)
+    return subprocess.run([sys.executable, "-m", "agent", *args], cwd=REPO, capture_output=True, timeout=timeout, env=env)
 
 
 def assert_one_line_error(result: subprocess.CompletedProcess, *needles: str) -> None:
@@ -81,7 +82,6 @@ def test_render_defaults_to_the_starting_kernel_and_takes_feedback(tmp_path):
 
 
 def test_render_reads_metrics_from_an_ncu_report(shared):
-    pytest.importorskip("agent.ncu")
     report = shared / "fixtures" / "ncu" / "seed_h100_metrics.ncu-rep"
     if not report.exists():
         pytest.skip("no ncu report fixture")

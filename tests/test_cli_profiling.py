@@ -1,4 +1,4 @@
-"""`agent replay` and `agent profile` as a user runs them (real subprocesses, the saved H100 reports)."""
+"""`agent ncu`, `agent prompts` (and the old `agent replay`) and `agent profile` as a user runs them (real subprocesses, the saved H100 reports)."""
 
 from __future__ import annotations
 
@@ -31,16 +31,11 @@ def agent(*args: str, env: dict | None = None, cwd: Path = REPO) -> subprocess.C
                           cwd=cwd, env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=120)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def stages():
-    pytest.importorskip("agent.stages", reason="agent.stages (the stage ladder) is not written yet")
-
-
 # ---------------------------------------------------------------- replay
 
 
 def test_replay_table_shows_the_kernel_its_metrics_and_the_bottleneck():
-    r = agent("replay", STAGE_REPORT)
+    r = agent("ncu", STAGE_REPORT)
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert KERNEL in out and "NVIDIA H100 80GB HBM3" in out
@@ -50,20 +45,20 @@ def test_replay_table_shows_the_kernel_its_metrics_and_the_bottleneck():
 
 
 def test_replay_of_a_full_report_lists_the_guided_analysis_rules():
-    r = agent("replay", FULL_REPORT)
+    r = agent("ncu", FULL_REPORT)
     assert r.returncode == 0, r.stderr
     assert "guided analysis" in r.stdout and "Small Grid" in r.stdout and "LaunchConfiguration" in r.stdout
     assert "23.71" in r.stdout  # the stage's DRAM metric, answered by its full-set alias
 
 
 def test_replay_json_is_kernel_to_metrics_plus_rules():
-    stage = json.loads(agent("replay", STAGE_REPORT, "--format", "json").stdout)
+    stage = json.loads(agent("ncu", STAGE_REPORT, "--format", "json").stdout)
     assert list(stage) == [KERNEL]
     assert stage[KERNEL]["launch__grid_size"] == 32
     assert stage[KERNEL]["gpu__time_duration.sum"] == 685824
     assert list(stage[KERNEL])[:5] == SEED_FIVE
 
-    full = json.loads(agent("replay", FULL_REPORT, "--format", "json").stdout)
+    full = json.loads(agent("ncu", FULL_REPORT, "--format", "json").stdout)
     assert set(full) == {KERNEL, "rules"}
     rules = full["rules"][KERNEL]
     assert {"rule", "title", "kind", "message", "estimated_speedup_pct"} == set(rules[0])
@@ -71,7 +66,7 @@ def test_replay_json_is_kernel_to_metrics_plus_rules():
 
 
 def test_replay_prompt_is_exactly_the_block_the_stage_prompt_contains():
-    prompts = pytest.importorskip("agent.prompts")
+    from agent import prompts
     from agent.catalog import load_catalog
     from agent.ncu import read_report, stage_metric_set
     from agent.stages import get_stage
@@ -80,7 +75,7 @@ def test_replay_prompt_is_exactly_the_block_the_stage_prompt_contains():
     profile = read_report(STAGE_REPORT, stage_metric_set(stage))
     prompt = prompts.render(prompts.PromptInput(stage=stage, gpu=load_catalog()[0], code="pass\n",
                                                 metrics=profile.table()))
-    r = agent("replay", STAGE_REPORT, "--format", "prompt")
+    r = agent("ncu", STAGE_REPORT, "--format", "prompt")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("[NCU PROFILING METRICS]\n{\n") and r.stdout in prompt
     assert '"dram__throughput.avg.pct_of_peak_sustained_elapsed": 23.51' in r.stdout
@@ -88,11 +83,11 @@ def test_replay_prompt_is_exactly_the_block_the_stage_prompt_contains():
 
 
 def test_replay_diff_shows_before_after_and_direction():
-    r = agent("replay", STAGE_REPORT, "--diff", FULL_REPORT)
+    r = agent("ncu", STAGE_REPORT, "--diff", FULL_REPORT)
     assert r.returncode == 0, r.stderr
     assert "685.8 µs" in r.stdout and "680.0 µs" in r.stdout and "-0.8 %" in r.stdout and "same" in r.stdout
 
-    deltas = json.loads(agent("replay", STAGE_REPORT, "--diff", FULL_REPORT, "--format", "json").stdout)
+    deltas = json.loads(agent("ncu", STAGE_REPORT, "--diff", FULL_REPORT, "--format", "json").stdout)
     dur = next(d for d in deltas if d["metric"] == "gpu__time_duration.sum")
     assert (dur["before"], dur["after"], dur["delta"], dur["direction"]) == (685824, 680032, -5792, "same")
     assert {d["kernel"] for d in deltas} == {KERNEL}
@@ -106,15 +101,21 @@ def test_replay_of_a_bad_file_is_one_red_line_and_exit_2(tmp_path, make):
     elif make == "truncated":
         data = STAGE_REPORT.read_bytes()
         path.write_bytes(data[: len(data) // 2])
-    r = agent("replay", path)
+    r = agent("ncu", path)
     assert r.returncode == 2
     assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
     assert r.stderr.startswith("error:")
-    assert {"missing": "no such report or run", "text": "not an Nsight Compute report", "truncated": "truncated"}[make] in r.stderr
+    assert {"missing": "no such report", "text": "not an Nsight Compute report", "truncated": "truncated"}[make] in r.stderr
+
+
+def test_the_old_replay_verb_still_reads_a_report_and_says_what_to_type_instead():
+    r = agent("replay", STAGE_REPORT, "--format", "prompt")
+    assert r.returncode == 0 and r.stdout.startswith("[NCU PROFILING METRICS]")
+    assert "`agent replay` is now `agent ncu" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
 def test_replay_of_an_unknown_stage_names_the_choices():
-    r = agent("replay", STAGE_REPORT, "--stage", "no-such-stage")
+    r = agent("ncu", STAGE_REPORT, "--stage", "no-such-stage")
     assert r.returncode == 2 and "memory-fusion" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 
 import pytest
+from fake_openai import FakeOpenAI, reply, slow, unauthorized
 
 from agent.store import Store
-from fake_openai import FakeOpenAI, reply, slow, unauthorized
 
 REPO = Path(__file__).resolve().parent.parent
 ANSWERS = Path(__file__).resolve().parent / "answers"
@@ -132,9 +132,9 @@ def test_export_writes_exactly_the_evaluated_code(recorded, tmp_path):
 
 @pytest.mark.slow  # runs the harness (or reads a run that did)
 def test_replay_of_the_run_rerenders_every_prompt_identically(recorded):
-    replayed = json.loads(ok(agent("replay", recorded["run"], "--root", recorded["root"], "--format", "json")).stdout)
+    replayed = json.loads(ok(agent("prompts", recorded["run"], "--root", recorded["root"], "--format", "json")).stdout)
     assert [(r["iteration"], r["matches"]) for r in replayed] == [(1, True), (2, True)]
-    text = ok(agent("replay", recorded["run"], "--root", recorded["root"])).stdout
+    text = ok(agent("prompts", recorded["run"], "--root", recorded["root"])).stdout
     assert text.count("identical to the prompt sent") == 2 and "differs" not in text
 
 
@@ -229,7 +229,7 @@ def test_an_interrupted_or_killed_run_resumes_without_losing_or_duplicating_a_ca
         assert len(ids) == len(set(ids)) == 5 and f"{run}-i2a3-c1" in ids
         assert {c.id: c.model_dump() for c in after if c.id in before} == before  # unchanged
         assert store.get_run(run).status == "finished"
-    replayed = json.loads(ok(agent("replay", run, "--root", tmp_path, "--format", "json")).stdout)
+    replayed = json.loads(ok(agent("prompts", run, "--root", tmp_path, "--format", "json")).stdout)
     assert [r["matches"] for r in replayed] == [True, True]
 
 
@@ -276,7 +276,6 @@ def test_an_llm_failure_mid_run_ends_it_as_failed_with_one_line_and_exit_2(fake_
 
 @pytest.mark.slow  # runs the harness (or reads a run that did)
 def test_without_a_key_the_offline_proposer_runs_and_the_screen_says_so(tmp_path):
-    pytest.importorskip("agent.offline", reason="agent/offline.py (the offline proposer) has not landed yet")
     out = ok(agent("run", *CPU, "--iterations", 1, "--samples", 2, "--root", tmp_path)).stdout  # no --llm, no key
     assert "no OPENAI_API_KEY: using the embedded offline proposer" in out
     assert "proposer offline" in out

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fake_openai import FakeOpenAI, reply
 
 REPO = Path(__file__).resolve().parent.parent

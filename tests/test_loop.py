@@ -16,10 +16,14 @@ import pytest
 
 from agent import loop
 from agent.catalog import find_gpu
+from agent.harness.evaluator import LocalEvaluator, RoundRequests
 from agent.llm import Budget, OpenAIConfig, OpenAIProposer, ReplayProposer
 from agent.loop import MIN_GAIN, Best, choose_stage
 from agent.problems import load_problem
-from agent.replay import rerender_run
+from agent.profiler import NcuProfiler
+from agent.protocols import Parts, Proposal, ProposalContext
+from agent.rerender import rerender_run
+from agent.scale.placement import Placement
 from agent.schema import (
     Answer,
     Bottleneck,
@@ -35,7 +39,12 @@ from agent.schema import (
 )
 from agent.stages import ladder
 from agent.store import Store
-from agent.wiring import CallLog, HarnessEvaluator, NcuProfiler, build_proposer
+from agent.wiring import Assembly, CallLog, build_proposer
+
+
+def assembly(store: Store, config: RunConfig, resumed: str | None = None) -> Assembly:
+    return Assembly(config=config, problem=PROBLEM, gpu=GPU, store=store, placement=Placement(device=config.device),
+                    run_id=resumed, resumed=resumed)
 from fake_openai import reply
 
 ANSWERS = Path(__file__).resolve().parent / "answers"
@@ -128,9 +137,9 @@ class RecordingProposer:
         self.name = self.inner.name
         self.prompts: list[str] = []
 
-    def propose(self, prompt: str, k: int) -> list[Answer]:
-        self.prompts.append(prompt)
-        return self.inner.propose(prompt, k)
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        self.prompts.append(ctx.prompt)
+        return self.inner.propose(ctx)
 
 
 class Events:
@@ -178,8 +187,8 @@ def new_run(store: Store, **overrides) -> tuple[RunConfig, str]:
 
 
 def go(store: Store, config: RunConfig, run_id: str, proposer, evaluator, profiler=None, progress=None) -> loop.Outcome:
-    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, proposer=proposer, evaluator=evaluator,
-                       profiler=profiler or FixedProfiler(), store=store, progress=progress or Events())
+    parts = Parts(proposer=proposer, evaluator=evaluator, profiler=profiler or FixedProfiler())
+    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, parts=parts, store=store, progress=progress or Events())
     assert outcome.run_id == run_id
     return outcome
 
@@ -497,15 +506,15 @@ def test_a_resumed_run_keeps_its_spending_and_its_place_in_a_replay(store, monke
                                                         answer("wrong")]), TableEvaluator(results))
     config, run_id = new_run(store, iterations=2, samples=2, llm=f"replay:{source}", budget_usd=5.0)
     with pytest.raises(Killed):  # killed in iteration 2, after iteration 1 used the source's first two answers
-        go(store, config, run_id, build_proposer(config, PROBLEM, GPU, store),
-           KillingEvaluator(results, kill_at_round=3))
+        go(store, config, run_id, build_proposer(assembly(store, config)), KillingEvaluator(results, kill_at_round=3))
     store.reopen_run(run_id)
 
-    replay = build_proposer(config, PROBLEM, GPU, store, resumed=run_id)
-    assert [a.text for a in replay.propose("", 2)] == [answer("slower").text, answer("wrong").text]
+    replay = build_proposer(assembly(store, config, resumed=run_id))
+    proposal = replay.propose(ProposalContext(prompt="", k=2, stage="memory-fusion"))
+    assert [a.text for a in proposal.answers] == [answer("slower").text, answer("wrong").text]
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    paid = build_proposer(config.model_copy(update={"llm": "openai"}), PROBLEM, GPU, store, resumed=source)
+    paid = build_proposer(assembly(store, config.model_copy(update={"llm": "openai"}), resumed=source))
     assert paid.budget.spent_usd == pytest.approx(store.get_run(source).usage.cost_usd) and paid.budget.spent_usd > 0
     paid.close()
 
@@ -521,11 +530,11 @@ def test_one_iteration_with_the_real_harness_in_cpu_mode(store, tmp_path):
     # No starting kernel (the CLI tests evaluate gap44's): one harness worker fewer, and the first correct
     # candidate becomes the first best.
     problem = PROBLEM.model_copy(update={"start": None})
-    evaluator = HarnessEvaluator(problem, "cpu", timeout_s=120.0, cache_dir=tmp_path / "cache", seed=0)
-    profiler = NcuProfiler(problem, store, run_id, "cpu")  # CPU mode: no profile, and no error
+    evaluator = LocalEvaluator(RoundRequests(problem=problem, device="cpu", timeout_s=120.0, cache_dir=tmp_path / "cache"))
+    profiler = NcuProfiler(problem, lambda cid: store.profile_path(run_id, cid), "cpu")  # CPU mode: no profile, no error
 
-    outcome = loop.run(config, run_id, problem=problem, gpu=GPU, proposer=ReplayProposer(answers),
-                       evaluator=evaluator, profiler=profiler, store=store, progress=Events())
+    parts = Parts(proposer=ReplayProposer(answers), evaluator=evaluator, profiler=profiler)
+    outcome = loop.run(config, run_id, problem=problem, gpu=GPU, parts=parts, store=store, progress=Events())
 
     rowsum, wrong = store.candidates(run_id)
     assert [c.result.verdict for c in (rowsum, wrong)] == ["correct", "incorrect"]

@@ -9,6 +9,7 @@ import pytest
 
 from agent import ncu
 from agent.errors import UserError
+from agent.prompts import stage_table
 from agent.schema import GPUSpec, KernelProfile, Profile, Stage
 
 DATA = Path(__file__).parent / "data" / "ncu"
@@ -74,7 +75,7 @@ def test_keeps_only_the_metrics_asked_for(stage_profile):
 
 
 def test_prompt_table_has_the_stage_metrics_in_stage_order(stage_profile):
-    table = ncu.prompt_table(stage_profile, STAGE)
+    table = stage_table(stage_profile.table(), STAGE)
     assert list(table) == [KERNEL]
     assert list(table[KERNEL]) == SEED_METRICS
 

@@ -17,18 +17,29 @@ import torch  # noqa: E402
 from agent.catalog import find_gpu  # noqa: E402
 from agent.harness import policy  # noqa: E402
 from agent.harness.extract import extract_code  # noqa: E402
-from agent.stages import absent_triton_functions  # noqa: E402
-from agent.llm import Proposer  # noqa: E402
-from agent.loop import Observer  # noqa: E402
 from agent.offline import ANCHORS, OfflineProposer, Plan, Variant, recognise, render  # noqa: E402
 from agent.problems import load_module, load_problem  # noqa: E402
+from agent.protocols import (
+    ProposalContext,  # noqa: E402
+    Proposer,  # noqa: E402
+)
 from agent.schema import EvalResult, KernelProfile, Profile, StageRules, Verdict  # noqa: E402
+from agent.stages import absent_triton_functions  # noqa: E402
 
 H100 = find_gpu("h100")
 GAP44 = load_problem("gap44")
 MEMORY_FUSION_RULES = StageRules(forbid_store_then_load=True, max_intermediate_write=0.125)
 _count = itertools.count()
 
+
+
+def state(stage: str, code: str, profile, results) -> dict:
+    """What the loop passes with the next prompt: the stage, the current best and its profile, the last results."""
+    return {"stage": stage, "code": code, "profile": profile, "results": list(results)}
+
+
+def ask(p, st: dict | None, k: int) -> list:
+    return p.propose(ProposalContext(prompt="prompt", k=k, **(st or {"stage": "memory-fusion"}))).answers
 
 def seed_profile() -> Profile:
     """The seed kernel's figures on an H100 (DESIGN.md): grid 32, few warps active, DRAM 23.5 %, 686 µs."""
@@ -61,8 +72,8 @@ def plan() -> Plan:
 def seeded() -> OfflineProposer:
     """A proposer that has seen the seed kernel and its metrics, and made its first 12 proposals."""
     p = OfflineProposer(GAP44, H100)
-    p.observe("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
-    p.first = p.propose("prompt", 12)
+    p_state = state("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
+    p.first = ask(p, p_state, 12)
     return p
 
 
@@ -96,7 +107,7 @@ def relative_error(code: str, problem, overrides: dict, tmp_path: Path) -> float
 
 
 def family_of(p: OfflineProposer, answer) -> str:
-    return p._by_code[extract_code(answer.text).strip()].family
+    return p.variant_of(extract_code(answer.text)).family
 
 
 # ---------------------------------------------------------------- recognising the problem
@@ -111,9 +122,9 @@ def test_recognises_gap44_as_conv_transpose_then_a_scaled_mean(plan):
     assert plan.algebraic
 
 
-def test_satisfies_the_proposer_and_observer_protocols():
+def test_satisfies_the_proposer_protocol():
     p = OfflineProposer(GAP44, H100)
-    assert isinstance(p, Proposer) and isinstance(p, Observer) and p.name == "offline"
+    assert isinstance(p, Proposer) and p.name == "offline"
 
 
 def test_a_problem_of_another_family_gets_no_answers(tmp_path):
@@ -125,7 +136,7 @@ def test_a_problem_of_another_family_gets_no_answers(tmp_path):
         "def get_inputs():\n    return [torch.rand(4, 8, 5, 5)]\n\n\ndef get_init_inputs():\n    return []\n"
     )
     p = OfflineProposer(load_problem(str(path)), H100)
-    assert p.propose("prompt", 4) == []
+    assert ask(p, None, 4) == []
 
 
 # ---------------------------------------------------------------- what it proposes, in which order
@@ -153,9 +164,9 @@ def test_every_answer_is_one_python_block_defining_model_new_that_passes_the_sta
 
 def test_never_repeats_a_variant_until_the_space_is_spent():
     p = OfflineProposer(GAP44, H100)
-    p.observe("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
+    p_state = state("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
     texts = []
-    while batch := p.propose("prompt", 64):
+    while batch := ask(p, p_state, 64):
         texts += [extract_code(a.text) for a in batch]
     assert len(texts) == len(set(texts)) == sum(
         len(list(itertools.product(*s.values()))) for f, s in __import__("agent.offline").offline.SPACE.items()
@@ -166,22 +177,22 @@ def test_the_same_observations_give_the_same_proposals():
     runs = []
     for _ in range(2):
         p = OfflineProposer(GAP44, H100)
-        p.observe("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
-        first = p.propose("prompt", 4)
+        p_state = state("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
+        first = ask(p, p_state, 4)
         best = extract_code(first[2].text)
-        p.observe("memory-fusion", best, near_peak_profile("gap_row_kernel"), [])
-        runs.append([a.text for a in first + p.propose("prompt", 4)])
+        p_state = state("memory-fusion", best, near_peak_profile("gap_row_kernel"), [])
+        runs.append([a.text for a in first + ask(p, p_state, 4)])
     assert runs[0] == runs[1]
 
 
 def test_near_dram_peak_it_tunes_meta_parameters_around_the_current_best(seeded):
     p = OfflineProposer(GAP44, H100)
-    p.observe("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
-    first = p.propose("prompt", 4)
-    best = p._by_code[extract_code(first[0].text).strip()]  # row, BLOCK 2048, 4 warps, 2 stages
-    p.observe("memory-fusion", extract_code(first[0].text), near_peak_profile("gap_row_kernel"), [])
-    nxt = p.propose("prompt", 4)
-    variants = [p._by_code[extract_code(a.text).strip()] for a in nxt]
+    p_state = state("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
+    first = ask(p, p_state, 4)
+    best = p.variant_of(extract_code(first[0].text))  # row, BLOCK 2048, 4 warps, 2 stages
+    p_state = state("memory-fusion", extract_code(first[0].text), near_peak_profile("gap_row_kernel"), [])
+    nxt = ask(p, p_state, 4)
+    variants = [p.variant_of(extract_code(a.text)) for a in nxt]
     for v, a in zip(variants, nxt):
         assert v.family == "row"
         changed = [k for k in ("block", "warps", "stages") if getattr(v, k) != getattr(best, k)]
@@ -192,19 +203,19 @@ def test_near_dram_peak_it_tunes_meta_parameters_around_the_current_best(seeded)
 
 def test_a_family_that_keeps_failing_goes_last():
     p = OfflineProposer(GAP44, H100)
-    p.observe("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
-    first = p.propose("prompt", 8)
+    p_state = state("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
+    first = ask(p, p_state, 8)
     failed = [EvalResult(verdict=Verdict.COMPILE_ERROR, message="no", code=extract_code(a.text))
               for a in first if family_of(p, a) == "split"]
     assert len(failed) >= 2
-    p.observe("memory-fusion", GAP44.start.read_text(), seed_profile(), failed)
-    assert all(family_of(p, a) != "split" for a in p.propose("prompt", 8))
+    p_state = state("memory-fusion", GAP44.start.read_text(), seed_profile(), failed)
+    assert all(family_of(p, a) != "split" for a in ask(p, p_state, 8))
 
 
 def test_the_algebraic_stage_proposes_the_closed_form_first(seeded):
     p = OfflineProposer(GAP44, H100)
-    p.observe("algebraic", GAP44.start.read_text(), near_peak_profile("gap_row_kernel"), [])
-    answers = p.propose("prompt", 3)
+    p_state = state("algebraic", GAP44.start.read_text(), near_peak_profile("gap_row_kernel"), [])
+    answers = ask(p, p_state, 3)
     assert [family_of(p, a) for a in answers] == ["algebraic"] * 3
     line = answers[0].text.splitlines()[0]
     assert "algebraic rewrite" in line and "67 MB" in line and "537 MB" in line
@@ -262,8 +273,8 @@ def test_other_gap_problems_get_exact_kernels(name, tmp_path):
     except Exception:
         pytest.skip(f"problem {name} is not in this checkout")
     p = OfflineProposer(problem, H100)
-    p.observe("memory-fusion", "", None, [])
-    answers = p.propose("prompt", 3)
+    p_state = state("memory-fusion", "", None, [])
+    answers = ask(p, p_state, 3)
     assert len(answers) == 3 and "no ncu metrics yet" in answers[0].text.splitlines()[0]
     if name == "conv2d_gap_bias_lse":  # + bias is not a pure scale: no atomics
         assert "atomic" not in p._families(p.plan())
@@ -279,9 +290,9 @@ def test_the_harness_accepts_its_answers(seeded):
     from agent.stages import get_stage
 
     algebraic = OfflineProposer(GAP44, H100)
-    algebraic.observe("algebraic", GAP44.start.read_text(), None, [])
+    algebraic_state = state("algebraic", GAP44.start.read_text(), None, [])
     reqs = [EvalRequest(source=a.text, problem=GAP44, stage=get_stage(stage), device="cpu", time_it=False)
             for stage, a in [("memory-fusion", seeded.first[0]), ("memory-fusion", seeded.first[1]),
-                             ("algebraic", algebraic.propose("prompt", 1)[0])]]
+                             ("algebraic", ask(algebraic, algebraic_state, 1)[0])]]
     results = evaluate_many(reqs)
     assert [r.verdict for r in results] == [Verdict.CORRECT] * 3, [r.message for r in results]

@@ -268,6 +268,27 @@ def test_a_pathological_answer_hits_the_time_cap_not_the_agent():
     assert check(code, FUSION, ABSENT) == []  # the same code within the normal cap: nothing wrong with it
 
 
+def test_the_time_cap_counts_the_analysis_not_importing_torch_or_a_busy_machine():
+    """A fresh process imports torch and triton on its first check (seconds, more under load): not the code's fault."""
+    import subprocess
+    import sys
+
+    script = (
+        "import time\n"
+        "from agent.harness.policy import check\n"
+        "from agent.problems import load_problem, starting_code\n"
+        "from agent.stages import absent_triton_functions, get_stage\n"
+        "t = time.monotonic()\n"
+        "v = check(starting_code(load_problem('gap44')), get_stage('memory-fusion').rules, absent_triton_functions(),"
+        " time_cap_s=0.5)\n"
+        "print(len(v), round(time.monotonic() - t, 2))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    violations, took_s = out.stdout.split()
+    assert violations == "0", out.stderr
+    assert float(took_s) > 0.5  # the imports alone took longer than the cap, and did not count
+
+
 @pytest.mark.parametrize("line", [
     "torch.os.environ", "x = torch.sys.modules", "triton.runtime.jit.os.system('id')", "torch.nn.modules.module.sys",
     "import torch.nn.functional as F\nF.torch.os", "m = torch\nm.os.getcwd()", "from torch import os",

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 import pytest
 
 from agent.errors import UserError
-from agent.problems import derive_sizes, list_problems, load_module, load_problem, starting_code
+from agent.problems import (
+    derive_sizes,
+    list_problems,
+    load_module,
+    load_problem,
+    starting_code,
+)
 
 BUILTIN = ["gap44", "conv2d_gap_bias_lse", "gap_large", "conv3d_gap"]
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from agent.errors import UserError
-from agent.problems import load_problem, starting_code
 from agent.harness.job import worker_argv
 from agent.harness.policy import kernel_names
+from agent.problems import load_problem, starting_code
 from agent.profiler import ProfileError, ProfileRequest, find_ncu, ncu_argv, profile
 from agent.schema import Stage
 
@@ -189,7 +189,7 @@ def test_without_ncu_anywhere_profiling_says_so(tmp_path, monkeypatch):
 
 
 def test_a_candidate_without_triton_kernels_is_refused_before_running_ncu(tmp_path, fake_ncu):
-    d = fake_ncu("worker_ok()")
+    fake_ncu("worker_ok()")
     req = request(tmp_path)
     req.code = "import torch.nn as nn\nclass ModelNew(nn.Module):\n    pass\n"
     with pytest.raises(ProfileError, match="no @triton.jit kernel"):

@@ -6,15 +6,21 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import SEED_PROMPT
 
 from agent.catalog import load_catalog, resolve_gpu
 from agent.errors import UserError
 from agent.problems import list_problems, load_problem, starting_code
-from agent.prompts import NO_METRICS, PromptInput, format_metrics, load_metrics_json, render, stage_table
+from agent.prompts import (
+    NO_METRICS,
+    PromptInput,
+    format_metrics,
+    load_metrics_json,
+    render,
+    stage_table,
+)
 from agent.schema import Feedback, Verdict
 from agent.stages import get_stage, load_stages
-
-from conftest import SEED_PROMPT
 
 DATA = Path(__file__).parent / "data"
 SEED_METRICS = DATA / "seed_metrics.json"

@@ -15,9 +15,18 @@ from pathlib import Path
 import pytest
 
 from agent.errors import UserError
+from agent.harness.evaluator import RoundRequests
 from agent.harness.gpulock import GpuLock, lock_path
 from agent.problems import load_problem
-from agent.scale import RAY_HINT, ScaleEvaluator, WorkerPool, connect, local_pool, parse_gpus, ray_pool
+from agent.scale import (
+    RAY_HINT,
+    ScaleEvaluator,
+    WorkerPool,
+    connect,
+    local_pool,
+    parse_gpus,
+    ray_pool,
+)
 from agent.schema import Stage, StageRules, Verdict
 
 CANDIDATES = Path(__file__).parent / "candidates"
@@ -29,8 +38,9 @@ def read(*names: str) -> list[str]:
     return [(CANDIDATES / n).read_text() for n in names]
 
 
-def evaluator(pool: WorkerPool, timeout_s: float = 60, **kw) -> ScaleEvaluator:
-    return ScaleEvaluator(pool, load_problem("gap44"), "cpu", timeout_s, None, seed=0, **kw)
+def evaluator(pool: WorkerPool, timeout_s: float = 60, gpu_lock: Path | None = None, **kw) -> ScaleEvaluator:
+    return ScaleEvaluator(pool, RoundRequests(problem=load_problem("gap44"), device="cpu", timeout_s=timeout_s,
+                                              gpu_lock=gpu_lock), **kw)
 
 
 # ---------------------------------------------------------------- killing a worker from outside, as a crash would
@@ -106,11 +116,10 @@ def alive(pids: list[int]) -> list[int]:
 def test_two_workers_give_a_mixed_round_its_verdicts_in_order(tmp_path, monkeypatch):
     # The two workers share one GPU lock, as two slots of a GPU do: validations overlap, timings take turns.
     lock = lock_path(f"test-scale-{os.getpid()}")  # outside /tmp: a candidate's /tmp is private
-    monkeypatch.setenv("AGENT_GPU_LOCK", str(lock))
     lines: list[str] = []
     pool = local_pool(parse_gpus("0,1", "cpu"), "cpu")
     try:
-        results = evaluator(pool, on_round=lines.append).evaluate(
+        results = evaluator(pool, gpu_lock=lock, on_round=lines.append).evaluate(
             read("correct.py", "syntax_error.py", "wrong_scale.py", "oob_crash.py"), STAGE)
     finally:
         pool.close()

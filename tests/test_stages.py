@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 
 from agent.errors import UserError
-from agent.stages import absent_triton_functions, get_stage, ladder, load_stages, parse_stages
 from agent.prompts import templates_dir
+from agent.stages import (
+    absent_triton_functions,
+    get_stage,
+    ladder,
+    load_stages,
+    parse_stages,
+)
 
 SEED_METRICS = [
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -53,7 +59,7 @@ def test_parallelism_asks_for_grid_waves_and_occupancy():
 
 def test_stage_metric_names_exist_in_a_full_ncu_report(shared):
     """Every name a stage asks for is one ncu reports (the seed kernel's --set full report on an H100)."""
-    ncu_report = pytest.importorskip("ncu_report")
+    import ncu_report
     report = shared / "fixtures" / "ncu" / "seed_h100_full.ncu-rep"
     if not report.exists():
         pytest.skip("no full ncu report fixture")

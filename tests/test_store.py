@@ -28,7 +28,13 @@ from agent.schema import (
     Usage,
     Verdict,
 )
-from agent.store import DRAM_METRIC, DURATION_METRIC, Store, apply_migrations, longest_kernel_dram_pct
+from agent.store import (
+    DRAM_METRIC,
+    DURATION_METRIC,
+    Store,
+    apply_migrations,
+    longest_kernel_dram_pct,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 EAGER_MS, COMPILE_MS = 1.76, 0.56

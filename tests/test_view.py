@@ -8,9 +8,23 @@ from datetime import datetime, timezone
 
 from rich.console import Console
 
-from agent.schema import Answer, Candidate, EvalResult, RunConfig, Timing, Usage, Verdict
+from agent.schema import (
+    Answer,
+    Candidate,
+    EvalResult,
+    RunConfig,
+    Timing,
+    Usage,
+    Verdict,
+)
 from agent.store import LeaderRow, RunRecord
-from agent.view import LiveProgress, candidate_view, leaderboard_table, run_summary, short_candidate_id
+from agent.view import (
+    LiveProgress,
+    candidate_view,
+    leaderboard_table,
+    run_summary,
+    short_candidate_id,
+)
 
 RUN = "20261123-081502-3fa2"
 

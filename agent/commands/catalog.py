@@ -42,73 +42,33 @@ def register(sub: argparse._SubParsersAction) -> None:
 # ---------------------------------------------------------------- handlers
 
 
-def _console():
-    from rich.console import Console
-
-    # piped output (tests, `| less`) gets a wide table instead of rich's 80-column default
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-
-
-def _fmt(value) -> str:
-    from agent.prompts import format_number
-
-    return format_number(value)
-
-
 def gpus_command(args: argparse.Namespace) -> int:
     import logging
 
-    from rich.table import Table
-
     from agent.catalog import FALLBACK, closest_gpu, detect_device_name, load_catalog
+    from agent.view import console, gpu_table
 
     logging.getLogger("agent.catalog").setLevel(logging.ERROR)  # the table says it; no warning line on top
     device = detect_device_name()
     target = closest_gpu(device).key if device else FALLBACK
-    table = Table(title="GPU catalog", caption=(f"detected: {device}" if device else
-                                                f"no CUDA device detected: --gpu auto targets {FALLBACK}"))
-    for col in ("", "key", "name", "arch", "cc", "SMs", "GB/s", "TF32", "BF16", "FP16", "smem/SM KB", "smem/block KB", "L2 MB"):
-        table.add_column(col, justify="right" if col not in ("", "key", "name", "arch") else "left")
-    for g in load_catalog():
-        table.add_row("*" if g.key == target else "", g.key, g.name, g.architecture, g.compute_capability,
-                      str(g.sms), _fmt(g.memory_bandwidth_gbs), _fmt(g.tf32_tflops), _fmt(g.bf16_tflops),
-                      _fmt(g.fp16_tflops), str(g.smem_per_sm_kb), str(g.smem_per_block_kb), _fmt(g.l2_mb))
-    _console().print(table)
+    caption = f"detected: {device}" if device else f"no CUDA device detected: --gpu auto targets {FALLBACK}"
+    console().print(gpu_table(load_catalog(), target, caption))
     return 0
 
 
 def stages_command(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
     from agent.stages import load_stages
+    from agent.view import console, ladder_table
 
-    table = Table(title="Stage ladder", show_lines=True)
-    for col in ("#", "stage", "focus", "ncu metrics", "rules"):
-        table.add_column(col)
-    for i, s in enumerate(load_stages(), start=1):
-        rules = [f"{k}={v}" for k, v in s.rules.model_dump().items() if v not in (None, False)]
-        table.add_row(str(i), s.name, s.focus, "\n".join(s.metrics), "\n".join(rules) or "-")
-    _console().print(table)
+    console().print(ladder_table(load_stages()))
     return 0
 
 
 def problems_command(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
     from agent.problems import list_problems
+    from agent.view import console, problem_table
 
-    def sizes(sets) -> str:
-        return "\n".join(
-            s.label + (": " + ", ".join(f"{k}={v}" for k, v in s.overrides.items()) if s.overrides else " (file's own)")
-            for s in sets
-        )
-
-    table = Table(title="Problems", show_lines=True)
-    for col in ("problem", "description", "GPU sizes", "CPU sizes", "start"):
-        table.add_column(col)
-    for p in list_problems():
-        table.add_row(p.name, p.description, sizes(p.sizes), sizes(p.cpu_sizes), "yes" if p.start else "no")
-    _console().print(table)
+    console().print(problem_table(list_problems()))
     return 0
 
 
@@ -122,12 +82,9 @@ def render_command(args: argparse.Namespace) -> int:
     # and a bad input should get one error line, not a warning and then the error.
     stage = get_stage(args.stage)
     problem = load_problem(args.problem)
-    if args.code is not None:
-        code = _read(args.code, "code")
-    else:
-        code = starting_code(problem)
-        if code is None:
-            raise UserError(f"problem {problem.name} has no starting kernel", "pass --code FILE")
+    code = _read(args.code, "code") if args.code is not None else starting_code(problem)
+    if code is None:
+        raise UserError(f"problem {problem.name} has no starting kernel", "pass --code FILE")
     metrics = _metrics(args.metrics, stage) if args.metrics is not None else {}
     feedback = _feedback(args.feedback) if args.feedback is not None else []
     gpu = resolve_gpu(args.gpu)

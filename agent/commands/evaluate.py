@@ -9,8 +9,6 @@ import argparse
 import json
 from pathlib import Path
 
-_COLORS = {"correct": "green", "incorrect": "red", "timeout": "yellow"}
-
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate one candidate answer: verdict, checks, timing vs eager/compile",
@@ -39,7 +37,7 @@ def _cache_dir() -> Path:
 
 def handle(args: argparse.Namespace) -> int:
     from agent.errors import UserError
-    from agent.harness import EvalRequest, HarnessError, default_device, evaluate
+    from agent.harness import EvalRequest, default_device, evaluate
     from agent.problems import load_problem
 
     if not args.file.is_file():
@@ -60,72 +58,18 @@ def handle(args: argparse.Namespace) -> int:
     req = EvalRequest(source=source, problem=problem, stage=stage, device=device, time_it=not args.no_timing,
                       cache_dir=args.cache_dir or _cache_dir(), bandwidth_gbs=local_bandwidth(device),
                       **({"timeout_s": args.timeout} if args.timeout else {}))
-    try:
-        result = evaluate(req)
-    except HarnessError as e:
-        raise UserError(str(e), hint="the problem's own Model failed; check the problem file") from e
+    result = evaluate(req)
     if args.json:
         print(json.dumps(result.model_dump(mode="json")))
     else:
-        _render(result, problem.name, stage.name)
+        from agent.view import console, eval_view
+
+        console().print(eval_view(result, problem.name, stage.name))
     return 0
 
 
 def _stage(name: str):
-    from agent.errors import UserError
 
-    try:
-        from agent.stages import get_stage
-    except ImportError as e:
-        raise UserError("stages are not available (agent.stages is missing)") from e
+    from agent.stages import get_stage
+
     return get_stage(name)
-
-
-def _render(result, problem: str, stage: str) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=max(console.width, 120))
-    color = _COLORS.get(result.verdict.value, "red")
-    console.print(f"[bold {color}]{result.verdict.value}[/]  [dim]{problem} · {stage} · {result.device} · "
-                  f"{result.duration_s:.1f} s[/]")
-    console.print(result.message, markup=False)
-    if result.kernels:
-        console.print(f"[dim]kernels:[/] {', '.join(result.kernels)}")
-    if result.checks:
-        t = Table(title="checks", title_justify="left")
-        for col in ("size", "inputs", "distribution", "error", "eager error", "tolerance", "ok", "note"):
-            t.add_column(col, justify="right" if col in ("error", "eager error", "tolerance") else "left",
-                         no_wrap=col != "note")
-        for c in result.checks:
-            note = c.note.replace("same buffer, new values", "same buffer").replace("new buffer, same shape", "new buffer")
-            t.add_row(c.size, " ".join("x".join(map(str, s)) for s in c.shapes), c.distribution, _sci(c.error),
-                      _sci(c.eager_error), _sci(c.tolerance), "[green]✓[/]" if c.passed else "[red]✗[/]", note)
-        console.print(t)
-    if result.timing:
-        tm = result.timing
-        t = Table(title="timing" + ("" if tm.meaningful else " (CPU mode: not meaningful)"), title_justify="left")
-        for col in ("", "ms", "spread", "speedup"):
-            t.add_column(col, justify="right")
-        t.add_row("candidate", f"{tm.candidate_ms:.4g}", f"{tm.candidate_spread_pct:.1f}%", "")
-        if tm.eager_ms is not None:
-            t.add_row("eager", f"{tm.eager_ms:.4g}", _pct(tm.eager_spread_pct), _x(tm.speedup_vs_eager))
-        if tm.compile_ms is not None:
-            t.add_row("torch.compile", f"{tm.compile_ms:.4g}", _pct(tm.compile_spread_pct), _x(tm.speedup_vs_compile))
-        console.print(t)
-        if tm.note:
-            console.print(f"[dim]{tm.note}[/]", markup=True)
-
-
-def _sci(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2e}"
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None else f"{x:.1f}%"
-
-
-def _x(x: float | None) -> str:
-    return "—" if x is None else f"{x:.2f}×"

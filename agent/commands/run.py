@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Literal
 
+from agent import wiring
 from agent.errors import UserError
 
 
@@ -18,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu", default="auto", metavar="auto|NAME", help="target GPU for the prompt (default: detect)")
     p.add_argument("--iterations", type=int, default=5, metavar="N", help="iterations after the starting kernel")
     p.add_argument("--samples", type=int, default=4, metavar="K", help="candidates per iteration")
-    p.add_argument("--llm", default=None, metavar="openai|offline|replay:RUN_ID",
+    p.add_argument("--llm", default=None, metavar=wiring.llm_choices("|"),
                    help="proposer (default: openai when OPENAI_API_KEY is set, else offline)")
     p.add_argument("--model", default="gpt-4o", help="model name for --llm openai")
     p.add_argument("--budget-usd", type=float, default=None, metavar="X", help="stop before spending more than X")
@@ -42,19 +44,58 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from agent import loop, wiring
-    from agent.catalog import resolve_gpu
-    from agent.harness import default_device
-    from agent.scale import cluster_device as scale_device, plan as scale_plan, scaled_parts
-    from agent.problems import load_problem
-    from agent.schema import RunConfig
-    from agent.stages import get_stage
-    from agent.store import Store
-    from agent.view import LiveProgress, leaderboard_fitting, run_summary
+    from agent import loop
+    from agent.view import LiveProgress
+    from agent.view.progress import Mode
 
     _positive(args.iterations, "--iterations", zero_ok=True)
     _positive(args.samples, "--samples")
+    a = _assembly(args)
+    # The proposer is built before the run is created or reopened: a missing key leaves no empty run behind.
+    calls = wiring.CallLog(a.store, a.run_id)
+    proposer = wiring.build_proposer(a, calls)
+    mode: Mode = "quiet" if args.quiet else "json" if args.json else "auto"
+    config, store = a.config, a.store
+    with LiveProgress(mode, total_iterations=config.iterations) as progress:
+        if a.run_id is None:
+            a.run_id = store.create_run(config, gpu=a.gpu.name, device=config.device)
+        else:
+            store.reopen_run(a.run_id)
+        calls.run_id, a.progress = a.run_id, progress
+        if config.llm == "offline" and args.llm is None and not args.resume:
+            progress.message("no OPENAI_API_KEY: using the embedded offline proposer (no LLM)")
+        progress.message(f"run {a.run_id}: {a.problem.name} on {config.device} (target {a.gpu.name}), stage "
+                         f"{config.stage}, {config.iterations} iterations × {config.samples} samples, proposer "
+                         f"{proposer.name}")
+        parts = wiring.build_parts(a, proposer)
+        try:
+            outcome = loop.run(config, a.run_id, problem=a.problem, gpu=a.gpu, parts=parts, store=store,
+                               progress=progress)
+        except KeyboardInterrupt:
+            store.finish_run(a.run_id, "interrupted")
+            raise UserError("interrupted; nothing finished is lost", f"continue with: agent run --resume {a.run_id}")
+        except BaseException:
+            store.finish_run(a.run_id, "failed")
+            raise
+        finally:
+            parts.close()
+    _show(args, store, a.run_id, outcome, parts.summary())
+    return _failed(a.run_id, outcome.error)
+
+
+def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
+    """The run's configuration (new, or the resumed run's own), checked before anything is recorded."""
+    from agent import wiring
+    from agent.catalog import resolve_gpu
+    from agent.harness import default_device
+    from agent.problems import load_problem
+    from agent.scale import cluster_device, placement
+    from agent.schema import RunConfig
+    from agent.stages import get_stage
+    from agent.store import Store
+
     store = Store(args.root)
+    run_id = None
     if args.resume:
         run_id = store.resolve_run(args.resume)
         record = store.get_run(run_id)
@@ -65,56 +106,22 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.stage != "auto":
             get_stage(args.stage)  # unknown stage: one line naming the choices
-        problem = load_problem(args.problem)
-        device = args.device or (scale_device(args.cluster) if args.cluster else default_device())
+        load_problem(args.problem)
+        device: Literal["cuda", "cpu"] = args.device or (cluster_device(args.cluster) if args.cluster else default_device())
         if device == "cuda" and not args.cluster and default_device() != "cuda":
             raise UserError("--device cuda but no CUDA GPU is visible", "use --device cpu for CPU mode")
         config = RunConfig(problem=args.problem, stage=args.stage, gpu=args.gpu, iterations=args.iterations,
                            samples=args.samples, llm=args.llm or wiring.default_llm(), model=args.model,
                            budget_usd=args.budget_usd, device=device, patience=args.patience,
                            timeout_s=args.timeout, seed=args.seed, root=args.root)
-        run_id = None
     wiring.check_llm(config.llm, store)  # a bad --llm is one line, before any other output
-    problem = load_problem(config.problem)
-    gpu = resolve_gpu(config.gpu)
-    scaled = scale_plan(args.gpus, args.cluster, config.device) if args.gpus or args.cluster else None
-    # The proposer is built before the run is created or reopened: a missing key leaves no empty run behind.
-    calls = wiring.CallLog(store, run_id)
-    proposer = wiring.build_proposer(config, problem, gpu, store, calls, resumed=run_id)
-    mode = "quiet" if args.quiet else "json" if args.json else "auto"
+    return wiring.Assembly(config=config, problem=load_problem(config.problem), gpu=resolve_gpu(config.gpu),
+                           store=store, placement=placement(args.gpus, args.cluster, config.device), run_id=run_id,
+                           resumed=run_id)
 
-    with LiveProgress(mode, total_iterations=config.iterations) as progress:
-        if run_id is None:
-            run_id = store.create_run(config, gpu=gpu.name, device=config.device)
-        else:
-            store.reopen_run(run_id)
-        calls.run_id = run_id
-        if config.llm == "offline" and args.llm is None and not args.resume:
-            progress.message("no OPENAI_API_KEY: using the embedded offline proposer (no LLM)")
-        progress.message(f"run {run_id}: {problem.name} on {config.device} (target {gpu.name}), stage {config.stage}, "
-                         f"{config.iterations} iterations × {config.samples} samples, proposer {proposer.name}")
-        if scaled:
-            evaluator, profiler = scaled_parts(scaled, problem, config, store, run_id, progress)
-        else:
-            evaluator = wiring.HarnessEvaluator(problem, config.device, config.timeout_s,
-                                                cache_dir=store.root / "candidates" / ".cache", seed=config.seed,
-                                                hide=[store.root], bandwidth_gbs=wiring.local_bandwidth(config.device))
-            profiler = wiring.NcuProfiler(problem, store, run_id, config.device, on_error=progress.message)
-        try:
-            outcome = loop.run(config, run_id, problem=problem, gpu=gpu, proposer=proposer, evaluator=evaluator,
-                               profiler=profiler, store=store, progress=progress)
-        except KeyboardInterrupt:
-            store.finish_run(run_id, "interrupted")
-            raise UserError("interrupted; nothing finished is lost", f"continue with: agent run --resume {run_id}")
-        except BaseException:
-            store.finish_run(run_id, "failed")
-            raise
-        finally:
-            close = getattr(proposer, "close", None)
-            if close:
-                close()
-            if scaled:
-                evaluator.close()
+
+def _show(args: argparse.Namespace, store, run_id: str, outcome, summary: str | None) -> None:
+    from agent.view import console, leaderboard_fitting, run_summary
 
     top = store.leaderboard(run=run_id, limit=5)
     if args.json:
@@ -122,20 +129,17 @@ def run(args: argparse.Namespace) -> int:
                           "best": outcome.best.candidate if outcome.best else None,
                           "error": outcome.error, "usage": outcome.usage.model_dump(),
                           "leaderboard": [r.model_dump(mode="json") for r in top]}))
-        return _failed(run_id, outcome.error)
-    from rich.console import Console
-
-    console = Console()
-    console.print(run_summary(store.get_run(run_id)))
+        return
+    out = console()
+    out.print(run_summary(store.get_run(run_id)))
     if top:
-        console.print(leaderboard_fitting(top, console, title="Top candidates"))
-    console.print(f"stopped: {outcome.stop_reason}")
-    if scaled:
-        console.print(evaluator.summary())
+        out.print(leaderboard_fitting(top, out, title="Top candidates"))
+    out.print(f"stopped: {outcome.stop_reason}")
+    if summary:
+        out.print(summary)
     if outcome.best:
-        console.print(f"best: [bold]{outcome.best.candidate}[/] ({outcome.best.ms:.3f} ms); "
-                      f"export with: agent export {outcome.best.candidate} -o kernel.py")
-    return _failed(run_id, outcome.error)
+        out.print(f"best: [bold]{outcome.best.candidate}[/] ({outcome.best.ms:.3f} ms); "
+                  f"export with: agent export {outcome.best.candidate} -o kernel.py")
 
 
 def _failed(run_id: str, error: str | None) -> int:

@@ -54,15 +54,9 @@ def _store(args: argparse.Namespace):
 
 
 def _console():
-    """Rich console; piped output gets a wide page (not rich's 80 columns) so tables keep every column."""
-    import os
+    from agent.view import console
 
-    from rich.console import Console
-
-    console = Console(highlight=False)
-    if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(highlight=False, width=160)
-    return console
+    return console()
 
 
 def leaderboard(args: argparse.Namespace) -> int:
@@ -127,9 +121,9 @@ def export(args: argparse.Namespace) -> int:
         args.output.write_text(c.code if c.code.endswith("\n") else c.code + "\n", encoding="utf-8")
     except OSError as e:
         raise UserError(f"cannot write {args.output}: {e.strerror or e}") from None
-    from rich.console import Console
+    from agent.view import console
 
-    Console(stderr=True, highlight=False).print(f"wrote {c.id} ({c.result.verdict}) to {args.output}")
+    console(stderr=True).print(f"wrote {c.id} ({c.result.verdict}) to {args.output}")
     return 0
 
 

@@ -3,6 +3,13 @@
     from agent.harness import EvalRequest, evaluate, evaluate_many, default_device
 
 Importing this package is cheap (no torch, and workers importing agent.harness.job skip the pipeline).
+
+The parent's side, one job per module: extract (the code in an answer), policy + reach + names + pointers (the
+static allowlist), sandbox + contain + proctree (the wall), job (what a worker is asked and answers), pipeline (one
+evaluation end to end, and the Shared truths and baselines), validate + rules + judge (the verdict from what the
+worker reported), evaluator (the loop's Evaluator), gpulock, settings (agent/data/harness.toml).
+The worker's side, inside the wall: worker (the modes that never import candidate code), candidate (the two that
+do), workerio (what the modes share), inputs, trusted, trace, timing.
 """
 
 from __future__ import annotations
@@ -13,6 +20,10 @@ __all__ = ["EvalRequest", "HarnessError", "Shared", "default_device", "evaluate"
 
 
 def __getattr__(name: str) -> Any:
+    if name == "HarnessError":
+        from agent.errors import HarnessError
+
+        return HarnessError
     if name in __all__:
         from agent.harness import pipeline
 

@@ -8,8 +8,8 @@ Writers have priority (a turnstile file): once a process waits for exclusive, ne
 so a timing never starves behind a stream of validations. flock locks belong to the open file: they are released
 when the process exits or is killed, so a crashed or timed-out candidate never leaves a GPU locked.
 
-The workers of `agent.scale` name one lock per physical GPU in the environment variable AGENT_GPU_LOCK; the
-harness's worker process (agent.harness.worker) takes it when the variable is set. The files live outside /tmp
+The workers of `agent.scale` name one lock per physical GPU (RoundRequests.gpu_lock); the harness passes it to its
+worker process in the job (WorkerJob.gpu_lock), which takes it. The files live outside /tmp
 (the sandbox gives each candidate a private /tmp): /dev/shm where it exists, else ~/.cache/agent/locks.
 """
 
@@ -18,8 +18,6 @@ from __future__ import annotations
 import fcntl
 import os
 from pathlib import Path
-
-ENV = "AGENT_GPU_LOCK"
 
 
 def lock_dir() -> Path:
@@ -45,12 +43,6 @@ class GpuLock:
         self._fd = _open(self.path)
         self._turn = _open(self.path.with_suffix(".turn"))
         self.state = "none"  # "none" | "shared" | "exclusive"
-
-    @classmethod
-    def from_env(cls) -> GpuLock | None:
-        """The lock named by AGENT_GPU_LOCK, or None when it is unset (a single evaluation, nothing to share)."""
-        path = os.environ.get(ENV)
-        return cls(Path(path)) if path else None
 
     def shared(self) -> None:
         if self.state == "shared":

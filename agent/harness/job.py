@@ -71,6 +71,7 @@ class WorkerJob(Model):
     outputs_dir: Path = Field(description="where the worker writes tensor files")
     profile_warmup: int = 3
     nvtx_range: str = "agent_profile"
+    gpu_lock: Path | None = Field(default=None, description="the GPU's lock file, where several workers share the GPU")
 
 
 class WorkerError(Model):
@@ -236,6 +237,7 @@ def prepare_job(
     trials: list[TrialSpec] | None = None,
     plan: TimingPlan | None = None,
     time_eager: bool = False,
+    gpu_lock: Path | None = None,
 ) -> Path:
     """Lay out a workdir (problem copy, candidate file, outputs dir) and write its job; returns the job path.
 
@@ -264,6 +266,7 @@ def prepare_job(
         time_eager=time_eager,
         result_path=workdir / RESULT_FILE,
         outputs_dir=outputs,
+        gpu_lock=gpu_lock,
     )
     return write_job(workdir, job)
 
@@ -280,8 +283,6 @@ def worker_env(device: Device) -> dict[str, str]:
     else:  # one GPU: work moved to another device would run past the timed one's events and synchronize
         visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip()
         env["CUDA_VISIBLE_DEVICES"] = visible or "0"
-    if os.environ.get("AGENT_GPU_LOCK"):  # set by agent.scale's workers: GPUs shared by several (gpulock.py)
-        env["AGENT_GPU_LOCK"] = os.environ["AGENT_GPU_LOCK"]
     return env
 
 

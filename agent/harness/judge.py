@@ -12,17 +12,15 @@ from __future__ import annotations
 from typing import Any
 
 from agent.harness import rules
-from agent.harness.job import TrialSpec, WorkerResult
+from agent.harness.job import Device, TrialSpec, WorkerResult
 from agent.harness.sandbox import SandboxResult
 from agent.harness.validate import Reference, compare, compare_timed
-from agent.schema import EvalResult, Verdict
+from agent.schema import EvalResult, Timing, Verdict
 
 
 def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: Reference, base: WorkerResult | None,
           outputs: list[list[Any]], timed: list[list[Any]], trials: list[TrialSpec], req: Any, device: str) -> None:
     """Fill result's verdict, message, checks and timing."""
-    from agent.harness.pipeline import _phase_words, _sandbox_failure, timing_from
-
     asked = {t.id for t in trials}
     invented = sorted({r.id for r in (res.trials if res else [])} - asked)
     known = [(r, o) for r, o in zip(res.trials if res else [], outputs) if r.id in asked]
@@ -45,7 +43,7 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
         return
     if res is None or (not res.ok and res.error is None):
         result.verdict = Verdict.RUNTIME_ERROR
-        result.message = "the candidate's process died: " + _sandbox_failure(sb)
+        result.message = "the candidate's process died: " + sandbox_failure(sb)
         return
     if res.error is not None:
         result.verdict = Verdict.COMPILE_ERROR if res.error.kind == "compile_error" else Verdict.RUNTIME_ERROR
@@ -94,3 +92,50 @@ def _floor_ms(ref: Reference, bandwidth_gbs: float | None) -> float | None:
     trace = ref.trials[0].trace
     sizes = {s.id: s.bytes for s in trace.storages}
     return rules.floor_ms(sum(sizes.get(i, 0) for i in set(trace.inputs)), bandwidth_gbs)
+
+
+def sandbox_failure(sb: SandboxResult) -> str:
+    """Why a worker's process ended without a result, in words."""
+    if sb.killed == "memory":
+        return f"exceeded the memory limit ({sb.peak_rss_mb:.0f} MB resident)"
+    if sb.killed == "output":
+        return "printed more than the output limit"
+    if sb.signal:
+        return f"killed by {sb.signal}" + _trace_hint(sb.stderr)
+    lines = [ln for ln in sb.stderr.strip().splitlines() if ln.strip()]
+    return f"exit status {sb.returncode}" + (f": {lines[-1].strip()[:400]}" if lines else "")
+
+
+def _trace_hint(stderr: str) -> str:
+    """faulthandler's dump names the candidate's line: 'File ".../candidate.py", line 42 in kernel'."""
+    import re
+
+    hits = re.findall(r'File "[^"]*candidate\.py", line (\d+) in (\w+)', stderr)
+    if not hits:
+        return ""
+    line, fn = hits[0]  # faulthandler prints the innermost frame first
+    return f" (candidate line {line}, in {fn})"
+
+
+def _phase_words(phase: str) -> str:
+    return {
+        "import": "loading the module", "build": "building ModelNew", "validate": "running forward",
+        "timing": "timing", "start": "starting", "done": "finishing",
+    }.get(phase, phase)
+
+
+def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, device: Device) -> Timing:
+    t = res.timing
+    assert t is not None
+    eager = base.eager if base else None
+    comp = base.compiled if base else None
+    eager_ms = eager.median_ms if eager else ref.eager_ms
+    notes = [n for n in (t.note, base.compile_note if base else "") if n]
+    return Timing(
+        candidate_ms=t.median_ms, candidate_spread_pct=t.spread_pct, wall_ms=t.wall_ms,
+        eager_ms=eager_ms, eager_spread_pct=eager.spread_pct if eager else None,
+        compile_ms=comp.median_ms if comp else None, compile_spread_pct=comp.spread_pct if comp else None,
+        speedup_vs_eager=eager_ms / t.median_ms if eager_ms and t.median_ms > 0 else None,
+        speedup_vs_compile=comp.median_ms / t.median_ms if comp and t.median_ms > 0 else None,
+        repeats=t.repeats, meaningful=device == "cuda", note="; ".join(notes),
+    )

@@ -22,20 +22,28 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.errors import HarnessError
 from agent.harness import extract, policy
-from agent.harness.job import (Device, TimingPlan, TrialSpec, WorkerResult, plan_timing, plan_trials, prepare_job,
-                               read_result, worker_argv, worker_env)
+from agent.harness.job import (
+    Device,
+    TimingPlan,
+    TrialSpec,
+    WorkerResult,
+    plan_timing,
+    plan_trials,
+    prepare_job,
+    read_result,
+    worker_argv,
+    worker_env,
+)
+from agent.harness.judge import judge, sandbox_failure
 from agent.harness.sandbox import SandboxResult, SandboxUnavailable, run_sandboxed
 from agent.harness.settings import settings
-from agent.harness.validate import Reference, compare, compare_timed
+from agent.harness.validate import Reference
 from agent.redact import scrub
-from agent.schema import EvalResult, ProblemSpec, SizeSet, Stage, Timing, Verdict
+from agent.schema import EvalResult, ProblemSpec, SizeSet, Stage, Verdict
 
 log = logging.getLogger(__name__)
-
-
-class HarnessError(RuntimeError):
-    """The harness itself cannot evaluate (the problem's reference failed, no sandbox): not the candidate's fault."""
 
 
 class EvalRequest(BaseModel):
@@ -53,6 +61,7 @@ class EvalRequest(BaseModel):
     memory_mb: int | None = None
     hide: list[Path] = Field(default_factory=list, description="more directories the candidate must not see (a store)")
     bandwidth_gbs: float | None = Field(default=None, description="the GPU's peak bandwidth (the timing floor)")
+    gpu_lock: Path | None = Field(default=None, description="this GPU's lock, where several workers share the GPU")
 
 
 def default_device() -> Device:
@@ -113,24 +122,25 @@ def _sizes(problem: ProblemSpec, device: Device) -> list[SizeSet]:
 
 
 def _run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, memory_mb: int | None,
-                hide: list[Path]) -> SandboxResult:
+                hide: list[Path], gpu_lock: Path | None) -> SandboxResult:
     cfg = settings().sandbox
     mem = memory_mb or (cfg.memory_mb_cpu if device == "cpu" else cfg.memory_mb_gpu)
     env = worker_env(device)
     expose = []
-    if env.get("AGENT_GPU_LOCK"):  # the worker takes this GPU's lock: visible (read-only) inside the sandbox
+    if gpu_lock is not None:  # the worker takes this GPU's lock: visible (read-only) inside the sandbox
         from agent.harness.gpulock import ensure
 
-        ensure(Path(env["AGENT_GPU_LOCK"]))
-        expose.append(Path(env["AGENT_GPU_LOCK"]).parent)
+        ensure(gpu_lock)
+        expose.append(gpu_lock.parent)
     try:
         sb = run_sandboxed(worker_argv(job_path), workdir=workdir, timeout_s=timeout_s, env=env, memory_mb=mem,
                            output_limit_bytes=cfg.output_limit_bytes, address_space_limit=device == "cpu",
                            hide=hide, expose=expose)
     except SandboxUnavailable as e:
-        raise HarnessError(str(e)) from e
+        raise HarnessError(str(e), "candidates never run without their sandbox") from e
     if not sb.contained:
-        raise HarnessError(f"the sandbox could not be built: {sb.stderr.strip().splitlines()[-1] if sb.stderr.strip() else '?'}")
+        why = sb.stderr.strip().splitlines()[-1] if sb.stderr.strip() else "?"
+        raise HarnessError(f"the sandbox could not be built: {why}", "see agent/harness/contain.py for what it needs")
     return sb
 
 
@@ -149,40 +159,18 @@ def _load_tensors(path: Path | None, key: str, workdir: Path) -> list[list]:
         return []
 
 
-def _sandbox_failure(sb: SandboxResult) -> str:
-    if sb.killed == "memory":
-        return f"exceeded the memory limit ({sb.peak_rss_mb:.0f} MB resident)"
-    if sb.killed == "output":
-        return "printed more than the output limit"
-    if sb.signal:
-        return f"killed by {sb.signal}" + _trace_hint(sb.stderr)
-    lines = [ln for ln in sb.stderr.strip().splitlines() if ln.strip()]
-    return f"exit status {sb.returncode}" + (f": {lines[-1].strip()[:400]}" if lines else "")
-
-
-def _trace_hint(stderr: str) -> str:
-    """faulthandler's dump names the candidate's line: 'File ".../candidate.py", line 42 in kernel'."""
-    import re
-
-    hits = re.findall(r'File "[^"]*candidate\.py", line (\d+) in (\w+)', stderr)
-    if not hits:
-        return ""
-    line, fn = hits[0]  # faulthandler prints the innermost frame first
-    return f" (candidate line {line}, in {fn})"
-
-
 class Shared:
     """The truths and baselines a round's candidates share, computed once each (in workers that never see candidate
     code) and kept, bounded, by the evaluator that owns this object."""
 
     def __init__(self, max_entries: int = 8) -> None:
         self._refs: dict[tuple, Reference] = {}
-        self._bases: dict[tuple, WorkerResult | None] = {}
+        self._bases: dict[str, WorkerResult | None] = {}
         self._lock = threading.Lock()
         self.max_entries = max_entries
 
     def reference(self, problem: ProblemSpec, device: Device, seed: int, trials: list[TrialSpec], plan: TimingPlan | None,
-                  hide: list[Path], time_eager: bool = False) -> Reference:
+                  hide: list[Path], gpu_lock: Path | None = None, time_eager: bool = False) -> Reference:
         key = (problem.path, problem.path.read_bytes(), device, seed, tuple(t.model_dump_json() for t in trials),
                plan.model_dump_json() if plan else "")
         with self._lock:
@@ -191,17 +179,19 @@ class Shared:
             workdir = Path(tempfile.mkdtemp(prefix="agent-ref-"))
             try:
                 job = prepare_job(workdir, "reference", problem, device=device, seed=seed, trials=trials, plan=plan,
-                                  time_eager=time_eager)
-                sb = _run_worker(workdir, job, device, settings().sandbox.reference_timeout_s, None, hide)
+                                  time_eager=time_eager, gpu_lock=gpu_lock)
+                sb = _run_worker(workdir, job, device, settings().sandbox.reference_timeout_s, None, hide, gpu_lock)
                 res = read_result(workdir / "result.json")
                 if res is None or not res.ok:
-                    why = res.error.message if res and res.error else _sandbox_failure(sb)
-                    raise HarnessError(f"the reference for problem {problem.name} failed: {why}")
+                    why = res.error.message if res and res.error else sandbox_failure(sb)
+                    raise HarnessError(f"the reference for problem {problem.name} failed: {why}",
+                                       "the problem's own Model must run at every size: check the problem file")
                 ref = Reference(trials=res.trials, truths=_load_tensors(res.outputs_file, "truths", workdir),
                                 pool=_load_tensors(res.outputs_file, "pool", workdir),
                                 eager_ms=res.eager.median_ms if res.eager else None)
                 if len(ref.truths) != len(ref.trials) or [t.id for t in ref.trials] != [t.id for t in trials]:
-                    raise HarnessError(f"the reference for problem {problem.name} wrote no truths")
+                    raise HarnessError(f"the reference for problem {problem.name} wrote no truths",
+                                       "the problem's own Model must return tensors")
                 while len(self._refs) >= self.max_entries:
                     self._refs.pop(next(iter(self._refs)))
                 self._refs[key] = ref
@@ -209,7 +199,8 @@ class Shared:
             finally:
                 shutil.rmtree(workdir, ignore_errors=True)
 
-    def baseline(self, problem: ProblemSpec, device: Device, cache_dir: Path | None, hide: list[Path]) -> WorkerResult | None:
+    def baseline(self, problem: ProblemSpec, device: Device, cache_dir: Path | None, hide: list[Path],
+                 gpu_lock: Path | None = None) -> WorkerResult | None:
         """Eager and torch.compile timings at the problem's timed size (GPU), cached per problem/size/GPU."""
         if device != "cuda":
             return None
@@ -236,12 +227,12 @@ class Shared:
             try:
                 sizes = _sizes(problem, device)[:1]
                 job = prepare_job(workdir, "baseline", problem, device=device, sizes=sizes,
-                                  trials=plan_trials(sizes, 0, ["problem"]))
-                sb = _run_worker(workdir, job, device, settings().sandbox.baseline_timeout_s, None, hide)
+                                  trials=plan_trials(sizes, 0, ["problem"]), gpu_lock=gpu_lock)
+                sb = _run_worker(workdir, job, device, settings().sandbox.baseline_timeout_s, None, hide, gpu_lock)
                 res = read_result(workdir / "result.json")
                 if res is None or not res.ok:
                     log.warning("baseline timing for %s failed: %s", problem.name,
-                                res.error.message if res and res.error else _sandbox_failure(sb))
+                                res.error.message if res and res.error else sandbox_failure(sb))
                     self._bases[name] = None
                     return None
                 self._bases[name] = res
@@ -284,7 +275,6 @@ class _Job(BaseModel):
 def _run_candidate(job: _Job, shared: Callable[[], tuple[Reference, WorkerResult | None]]) -> EvalResult:
     """Run the candidate's worker, then (after it, so the two can overlap in CPU mode) fetch the shared reference
     and baseline, and judge."""
-    from agent.harness.judge import judge
 
     req, device = job.req, job.device
     start = time.monotonic()
@@ -292,8 +282,8 @@ def _run_candidate(job: _Job, shared: Callable[[], tuple[Reference, WorkerResult
     result = EvalResult(verdict=Verdict.RUNTIME_ERROR, message="", code=job.code, kernels=job.kernels, device=device)
     try:
         path = prepare_job(workdir, "evaluate", req.problem, code=job.code, device=device, seed=req.seed,
-                           trials=job.trials, plan=job.plan)
-        sb = _run_worker(workdir, path, device, req.timeout_s, req.memory_mb, req.hide)
+                           trials=job.trials, plan=job.plan, gpu_lock=req.gpu_lock)
+        sb = _run_worker(workdir, path, device, req.timeout_s, req.memory_mb, req.hide, req.gpu_lock)
         res = read_result(workdir / "result.json")
         ref, base = shared()
         outputs = _load_tensors(res.outputs_file, "outputs", workdir) if res else []
@@ -345,9 +335,10 @@ def evaluate_many(reqs: list[EvalRequest], shared: Shared | None = None) -> list
 
     def truth(job: _Job) -> tuple[Reference, WorkerResult | None]:
         r = job.req
-        ref = shared.reference(r.problem, job.device, r.seed, job.trials, job.plan, r.hide, time_eager=job.device == "cpu")
+        ref = shared.reference(r.problem, job.device, r.seed, job.trials, job.plan, r.hide, r.gpu_lock,
+                               time_eager=job.device == "cpu")
         # Baselines are timed once per problem/size/GPU, not per round: their speed does not depend on the seed.
-        return ref, (shared.baseline(r.problem, job.device, r.cache_dir, r.hide) if r.time_it else None)
+        return ref, (shared.baseline(r.problem, job.device, r.cache_dir, r.hide, r.gpu_lock) if r.time_it else None)
 
     def run(item: tuple[int, _Job]) -> None:
         i, job = item
@@ -370,27 +361,3 @@ def evaluate_many(reqs: list[EvalRequest], shared: Shared | None = None) -> list
         for c in r.checks:
             c.note = scrub(c.note)
     return out
-
-
-def _phase_words(phase: str) -> str:
-    return {
-        "import": "loading the module", "build": "building ModelNew", "validate": "running forward",
-        "timing": "timing", "start": "starting", "done": "finishing",
-    }.get(phase, phase)
-
-
-def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, device: Device) -> Timing:
-    t = res.timing
-    assert t is not None
-    eager = base.eager if base else None
-    comp = base.compiled if base else None
-    eager_ms = eager.median_ms if eager else ref.eager_ms
-    notes = [n for n in (t.note, base.compile_note if base else "") if n]
-    return Timing(
-        candidate_ms=t.median_ms, candidate_spread_pct=t.spread_pct, wall_ms=t.wall_ms,
-        eager_ms=eager_ms, eager_spread_pct=eager.spread_pct if eager else None,
-        compile_ms=comp.median_ms if comp else None, compile_spread_pct=comp.spread_pct if comp else None,
-        speedup_vs_eager=eager_ms / t.median_ms if eager_ms and t.median_ms > 0 else None,
-        speedup_vs_compile=comp.median_ms / t.median_ms if comp and t.median_ms > 0 else None,
-        repeats=t.repeats, meaningful=device == "cuda", note="; ".join(notes),
-    )

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from agent.harness import proctree
 from agent.harness.settings import settings
 
 log = logging.getLogger(__name__)
@@ -220,8 +221,8 @@ def probe() -> Isolation:
                 continue
             if r.returncode == 0:
                 return iso
-            why = r.stderr.decode(errors="replace").strip().splitlines()[-1:] or [f"exit status {r.returncode}"]
-            why = why[0]
+            lines = r.stderr.decode(errors="replace").strip().splitlines()
+            why = lines[-1] if lines else f"exit status {r.returncode}"
             log.debug("sandbox probe %s refused: %s", kind, why)
     if os.environ.get(UNSAFE_ENV) == "1":
         log.warning("no namespaces here and %s=1: candidates run WITHOUT their wall", UNSAFE_ENV)
@@ -296,7 +297,7 @@ def run_sandboxed(
                     break
                 except subprocess.TimeoutExpired:
                     pass
-                rss = _tree_rss_mb(proc.pid)
+                rss = proctree.rss_mb(proc.pid)
                 result.peak_rss_mb = max(result.peak_rss_mb, rss)
                 if time.monotonic() - start > timeout_s:
                     result.killed, result.timed_out = "timeout", True
@@ -307,7 +308,7 @@ def run_sandboxed(
                 if result.killed:
                     break
         finally:
-            _kill_tree(proc)
+            proctree.kill(proc)
     result.wall_s = time.monotonic() - start
     rc = proc.returncode
     if rc is not None and rc < 0:
@@ -329,63 +330,6 @@ def _chown_tree(root: Path, uid: int) -> None:
                 os.lchown(name, uid, uid)
             except OSError:
                 pass
-
-
-def _kill_tree(proc: subprocess.Popen) -> None:
-    """SIGKILL everything the command started. unshare's forked child is PID 1 of the namespace and dies with
-    unshare (--kill-child); the kernel then kills every process left in the namespace. The group and the tree are
-    killed too, for the uncontained case."""
-    pids = _descendants(proc.pid)
-    for target in (lambda: os.killpg(proc.pid, _signal.SIGKILL), *(lambda p=p: os.kill(p, _signal.SIGKILL) for p in pids)):
-        try:
-            target()
-        except (ProcessLookupError, PermissionError):
-            pass
-    if proc.poll() is None:
-        proc.kill()
-    proc.wait()
-    deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.02)  # GPU memory is freed before the next command starts
-
-
-def _proc_stat(pid: int) -> list[bytes] | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    fields = _proc_stat(pid)
-    return fields is not None and fields[0] not in (b"Z", b"X")
-
-
-def _descendants(root: int) -> list[int]:
-    """Every live process below `root` (orphans in a PID namespace are re-parented to its init, still below)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            fields = _proc_stat(int(entry.name))
-            if fields is not None:
-                children.setdefault(int(fields[1]), []).append(int(entry.name))
-    out, stack = [], [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            out.append(child)
-            stack.append(child)
-    return out
-
-
-def _tree_rss_mb(root: int) -> float:
-    page = os.sysconf("SC_PAGE_SIZE")
-    total = 0
-    for pid in [root, *_descendants(root)]:
-        fields = _proc_stat(pid)
-        if fields is not None:
-            total += int(fields[21]) * page  # fields after the name: state ppid pgrp ... rss is the 22nd
-    return total / (1 << 20)
 
 
 def _size(path: Path) -> int:

@@ -1,12 +1,12 @@
-"""Harness settings (tolerances, timing, sandbox limits) read from settings.toml beside this file."""
+"""Harness settings (tolerances, timing, rules, sandbox limits) read from agent/data/harness.toml."""
 
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
+
+from agent.datafiles import load_toml
 
 
 class _Section(BaseModel):
@@ -61,8 +61,7 @@ class Settings(_Section):
 @lru_cache(maxsize=1)
 def settings() -> Settings:
     """The harness settings (parsed once per process)."""
-    with open(Path(__file__).with_name("settings.toml"), "rb") as f:
-        return Settings.model_validate(tomllib.load(f))
+    return Settings.model_validate(load_toml("harness.toml"))
 
 
 def tolerance(eager_error: float) -> float:

@@ -130,7 +130,6 @@ class Bench:
             self.call()
             t.sync()
             walls.append((t.perf_counter() - t0) * 1000)
-        del flush
 
         samples = [at[i] for i in sorted(at)]
         stats = self._stats(times, samples, "")

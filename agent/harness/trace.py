@@ -12,20 +12,18 @@ The worker reports these facts; the parent judges them (agent.harness.rules).
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Callable
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from agent.datafiles import load_toml
 from agent.harness.job import Launch, Op, Span, Storage, Trace
 
 
 @lru_cache(maxsize=1)
 def operator_kinds() -> tuple[frozenset[str], frozenset[str]]:
-    """(free, heavy) ATen operator names (operators.toml); every other operator computes."""
-    with open(Path(__file__).with_name("operators.toml"), "rb") as f:
-        data = tomllib.load(f)
+    """(free, heavy) ATen operator names (agent/data/operators.toml); every other operator computes."""
+    data = load_toml("operators.toml")
     return frozenset(data["free"]), frozenset(data["heavy"])
 
 
@@ -214,7 +212,8 @@ class Tracker:
             sizes = [t.numel() * t.element_size() for t in ins.values()]
             if name in ("copy_", "set_") or name.endswith("_"):  # in place: the written tensor derives from the rest
                 outs = [*outs, *list(ins.values())[:1]]
-            kind = "free" if name in self.free else "heavy" if name in self.heavy else "compute"
+            kind: Literal["free", "heavy", "compute"] = (
+                "free" if name in self.free else "heavy" if name in self.heavy else "compute")
             if kind == "free" and self._crosses_devices(name, list(ins.values()), kwargs):
                 kind, name = "compute", f"{name} (to another device)"
             op = self._ops.setdefault(name, Op(name=name, kind=kind))

@@ -152,8 +152,8 @@ def guard(candidate_file: str, on_refusal: Callable[[str], None]) -> None:
             return
         busy[0] = True
         try:
-            frame = getframe(1)
-            direct = frame.f_code.co_filename == candidate_file
+            frame: types.FrameType | None = getframe(1)
+            direct = frame is not None and frame.f_code.co_filename == candidate_file
             if event in _ANYWHERE and not direct:
                 while frame is not None and frame.f_code.co_filename != candidate_file:
                     frame = frame.f_back

@@ -46,7 +46,9 @@ class Reference(BaseModel):
         return {t.id: i for i, t in enumerate(self.trials)}
 
 
-class Verdict(BaseModel):
+class Comparison(BaseModel):
+    """What comparing the candidate's outputs with the truths found (agent.schema.Verdict is the final verdict)."""
+
     passed: bool
     checks: list[Check]
     message: str
@@ -56,7 +58,7 @@ def _fmt_shape(shape: list[int]) -> str:
     return "x".join(map(str, shape)) if shape else "scalar"
 
 
-def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]], config_labels: list[str]) -> Verdict:
+def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]], config_labels: list[str]) -> Comparison:
     """One Check per candidate trial; the verdict fails on the first class of problem, with the worst case described."""
     import torch
 
@@ -122,14 +124,14 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
                 detail += f"; relative error {error:.3g} > tolerance {tol:.3g} (eager fp32: {rt.eager_error:.3g})"
             failures.append((severity, detail))
     if not checks:
-        return Verdict(passed=False, checks=checks, message="no validation trial completed")
+        return Comparison(passed=False, checks=checks, message="no validation trial completed")
     if failures:
         failures.sort(key=lambda f: -f[0])
         n = len(failures)
         msg = f"incorrect in {n} of {len(checks)} trials; worst: {failures[0][1]}"
-        return Verdict(passed=False, checks=checks, message=msg)
+        return Comparison(passed=False, checks=checks, message=msg)
     worst = max(checks, key=lambda c: (c.error or 0.0) / (c.tolerance or 1.0))
-    return Verdict(passed=True, checks=checks,
+    return Comparison(passed=True, checks=checks,
                    message=f"correct on {len(checks)} trials; worst relative error {worst.error:.3g} (tolerance {worst.tolerance:.3g})")
 
 

@@ -1,18 +1,9 @@
-"""The Proposer protocol every source of candidate kernels satisfies, and the per-exchange hook type."""
+"""The per-exchange hook of the LLM proposers (the Proposer protocol itself lives in agent.protocols)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
-
-from agent.schema import Answer
+from typing import Any
 
 # Called once per HTTP exchange (failed ones included) with the request payload and the raw response body.
 OnCall = Callable[[dict[str, Any], str], None]
-
-
-@runtime_checkable
-class Proposer(Protocol):
-    name: str
-
-    def propose(self, prompt: str, k: int) -> list[Answer]: ...

@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from agent.errors import UserError
 from agent.llm.base import OnCall
 from agent.llm.openai_errors import _one_line, user_error
-from agent.llm.pricing import Budget, Price, estimate_tokens, price_for
+from agent.llm.pricing import Budget, BudgetExceeded, Price, estimate_tokens, price_for
+from agent.protocols import Proposal, ProposalContext
 from agent.schema import Answer, Usage
 
 if TYPE_CHECKING:  # the SDK is imported lazily: `agent --help` must stay fast
@@ -100,14 +101,16 @@ class OpenAIProposer:
 
     # -- public
 
-    def propose(self, prompt: str, k: int) -> list[Answer]:
-        """K answers; asks for n=k, and again for the rest when a server returns fewer choices (some ignore n)."""
-        if k < 1:
-            raise ValueError(f"k must be at least 1, not {k}")
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        """K answers; asks for n=k, and again for the rest when a server returns fewer choices (some ignore n).
+        A call the budget cannot cover is not made: the answers so far, and the budget as the reason to stop."""
         answers: list[Answer] = []
-        while len(answers) < k:
-            answers += self._call(prompt, k - len(answers))
-        return answers
+        try:
+            while len(answers) < ctx.k:
+                answers += self._call(ctx.prompt, ctx.k - len(answers))
+        except BudgetExceeded as e:
+            return Proposal(answers=answers, stop=e.message)
+        return Proposal(answers=answers)
 
     def worst_case_usd(self, prompt: str, n: int) -> float:
         """Cost bound of one call: the prompt at chars/4 tokens plus max_tokens for each of n samples."""
@@ -166,7 +169,8 @@ class OpenAIProposer:
         usage = self._usage(data.get("usage"), prompt, texts)
         if self.budget is not None:
             self.budget.charge(usage)
-        model = data.get("model") if isinstance(data.get("model"), str) and data.get("model") else self.config.model
+        reported = data.get("model")
+        model = reported if isinstance(reported, str) and reported else self.config.model
         return [
             Answer(text=text, model=model, usage=part, latency_s=latency, raw=body)
             for text, part in zip(texts, self._split(usage, len(texts)), strict=True)

@@ -10,7 +10,6 @@ from importlib import resources
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.errors import StopRun
 from agent.schema import Usage
 
 
@@ -49,8 +48,12 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-class BudgetExceeded(StopRun):
-    """The next call could spend more than what is left of --budget-usd."""
+class BudgetExceeded(Exception):
+    """The next call could spend more than what is left of --budget-usd (the proposer turns it into Proposal.stop)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class Budget(BaseModel):
@@ -67,10 +70,8 @@ class Budget(BaseModel):
         """Raise BudgetExceeded if a call costing up to `estimate_usd` could overrun the limit."""
         if self.limit_usd is not None and self.spent_usd + estimate_usd > self.limit_usd:
             raise BudgetExceeded(
-                f"budget ${self.limit_usd:.2f} would be exceeded: ${self.spent_usd:.4f} spent, "
-                f"the next call could cost up to ${estimate_usd:.4f}",
-                hint="raise --budget-usd, or lower --samples or max_tokens",
-            )
+                f"budget ${self.limit_usd:.2f} would be exceeded: ${self.spent_usd:.4f} spent, the next call could "
+                f"cost up to ${estimate_usd:.4f} (raise --budget-usd, or lower --samples or max_tokens)")
 
     def charge(self, usage: Usage) -> None:
         self.spent_usd += usage.cost_usd

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from agent.errors import StopRun
+from agent.protocols import Proposal, ProposalContext
 from agent.schema import Answer
 
 log = logging.getLogger(__name__)
@@ -22,17 +22,13 @@ class ReplayProposer:
     def remaining(self) -> int:
         return len(self._answers) - self._next
 
-    def propose(self, prompt: str, k: int) -> list[Answer]:
+    def propose(self, ctx: ProposalContext) -> Proposal:
         """The next k recorded answers; the last call may get fewer (a run killed mid-iteration recorded fewer)."""
-        if k < 1:
-            raise ValueError(f"k must be at least 1, not {k}")
         if self.remaining == 0:
-            raise StopRun(
-                f"replay ran out of answers: the recorded run has {len(self._answers)}, all served",
-                hint="replay with no more --iterations and the same --samples as the recorded run",
-            )
-        if self.remaining < k:
-            log.warning("replay: %d answers asked, only %d recorded ones left", k, self.remaining)
-        served = self._answers[self._next : self._next + k]
+            return Proposal(stop=f"replay ran out of answers: the recorded run has {len(self._answers)}, all served "
+                                 "(replay with no more --iterations and the same --samples as the recorded run)")
+        if self.remaining < ctx.k:
+            log.warning("replay: %d answers asked, only %d recorded ones left", ctx.k, self.remaining)
+        served = self._answers[self._next : self._next + ctx.k]
         self._next += len(served)
-        return served
+        return Proposal(answers=served)

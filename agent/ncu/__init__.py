@@ -6,12 +6,12 @@ Metric metadata (labels, units, which way is better, aliases, classification thr
 `agent/data/metrics.toml`.
 
 One job per module: `metadata` (metric names and metadata), `launches` (launches and their aggregation), `rawcsv`
-(the `ncu --csv` fallback), `report` (reading a report), `analysis` (stage sets, prompt table, diff, classify).
-Every name is re-exported here, private helpers included, so `agent.ncu.X` keeps working for all callers.
+(the `ncu --csv` fallback), `report` (reading a report), `analysis` (stage sets, diff, classify). The public names
+are re-exported here; helpers stay in their modules.
 """
 
-from agent.ncu.analysis import Direction, MetricDelta, _num, _pairs, classify, diff, prompt_table, stage_metric_set
-from agent.ncu.launches import _combine, _dims, _Launch, _resolve_aliases, _sm_count, _wanted_names, aggregate
+from agent.ncu.analysis import Direction, MetricDelta, classify, diff, stage_metric_set
+from agent.ncu.launches import aggregate
 from agent.ncu.metadata import (
     BLOCK,
     BLOCK_DIMS,
@@ -27,33 +27,15 @@ from agent.ncu.metadata import (
     MetricInfo,
     MetricsMeta,
     Thresholds,
+    longest_kernel,
     meta,
     metric_info,
 )
-from agent.ncu.rawcsv import (
-    _BYTE_UNITS,
-    _DIMS,
-    _ID_COLUMNS,
-    _NUMBER,
-    _TIME_UNITS,
-    _csv_value,
-    _read_with_ncu_csv,
-    parse_raw_csv,
-)
-from agent.ncu.report import (
-    _CMDLINE_SECTION,
-    _MAGIC,
-    _RULE_KINDS,
-    _RULE_LINKS,
-    _check_report_file,
-    _read_with_module,
-    _rule,
-    log,
-    read_report,
-)
+from agent.ncu.rawcsv import parse_raw_csv
+from agent.ncu.report import read_launches, read_report
 
 __all__ = [
     "BLOCK", "BLOCK_DIMS", "CLASSIFY_INPUTS", "DRAM", "DURATION", "GPU_NAME", "GRID", "GRID_DIMS", "SM", "SM_COUNT",
     "WARPS", "Direction", "MetricDelta", "MetricInfo", "MetricsMeta", "Thresholds", "aggregate", "classify", "diff",
-    "meta", "metric_info", "parse_raw_csv", "prompt_table", "read_report", "stage_metric_set",
+    "longest_kernel", "meta", "metric_info", "parse_raw_csv", "read_launches", "read_report", "stage_metric_set",
 ]

@@ -6,8 +6,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from agent.ncu.metadata import BLOCK, DRAM, DURATION, GRID, SM, SM_COUNT, WARPS, meta, metric_info
-from agent.schema import Bottleneck, GPUSpec, KernelProfile, MetricTable, Number, Profile, Stage
+from agent.ncu.metadata import (
+    BLOCK,
+    DRAM,
+    DURATION,
+    GRID,
+    SM,
+    SM_COUNT,
+    WARPS,
+    longest_kernel,
+    meta,
+    metric_info,
+)
+from agent.schema import Bottleneck, GPUSpec, KernelProfile, Number, Profile, Stage
 
 Direction = Literal["better", "worse", "same", "neutral"]
 
@@ -20,13 +31,6 @@ def stage_metric_set(stage: Stage) -> list[str]:
         if extra not in names:
             names.append(extra)
     return names
-
-
-def prompt_table(profile: Profile, stage: Stage) -> MetricTable:
-    """The [NCU PROFILING METRICS] table for a stage: per kernel, the stage's metrics in the stage's order."""
-    return {
-        name: {m: k.metrics[m] for m in stage.metrics if m in k.metrics} for name, k in profile.kernels.items()
-    }
 
 
 # ---------------------------------------------------------------- diff
@@ -114,7 +118,8 @@ def classify(profile_or_kernel: Profile | KernelProfile, gpu: GPUSpec | None = N
     if isinstance(profile_or_kernel, Profile):
         if not profile_or_kernel.kernels:
             return Bottleneck(kind="unknown", reason="no kernels profiled")
-        kernel = max(profile_or_kernel.kernels.values(), key=lambda k: _num(k.metrics, DURATION) or 0.0)
+        kernel = longest_kernel(profile_or_kernel)
+        assert kernel is not None
         prefix = f"{kernel.name}: " if len(profile_or_kernel.kernels) > 1 else ""
     else:
         kernel, prefix = profile_or_kernel, ""
@@ -139,6 +144,7 @@ def classify(profile_or_kernel: Profile | KernelProfile, gpu: GPUSpec | None = N
     details = ", ".join(parts)
 
     per_launch_us = dur / 1e3 / max(kernel.launches, 1) if dur is not None else None
+    kind: Literal["memory-bound", "compute-bound", "latency-bound", "launch-bound"]
     if per_launch_us is not None and per_launch_us < t.launch_us:
         kind = "launch-bound"
         reason = f"{per_launch_us:.1f} µs per launch (< {t.launch_us:g} µs: launch overhead dominates)"

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent.ncu.metadata import BLOCK, BLOCK_DIMS, CLASSIFY_INPUTS, DURATION, GPU_NAME, GRID_DIMS, SM_COUNT, meta
+from agent.ncu.metadata import (
+    BLOCK,
+    BLOCK_DIMS,
+    CLASSIFY_INPUTS,
+    DURATION,
+    GPU_NAME,
+    GRID_DIMS,
+    SM_COUNT,
+    meta,
+)
 from agent.schema import KernelProfile, Number, Profile, RuleResult
 
 
@@ -63,9 +72,9 @@ def _combine(name: str, launches: list[_Launch]) -> Number | str | None:
     if name.endswith(".sum"):
         return sum(nums)  # type: ignore[arg-type]
     if name.endswith(".max"):
-        return max(nums)  # type: ignore[type-var]
+        return max(nums)
     if name.endswith(".min"):
-        return min(nums)  # type: ignore[type-var]
+        return min(nums)
     weights = [x.duration for x in present]
     if sum(weights) <= 0:
         weights = [1.0] * len(present)

@@ -3,12 +3,13 @@
 
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from agent.datafiles import load_toml
+from agent.schema import KernelProfile, Profile
 
 DURATION = "gpu__time_duration.sum"
 GRID = "launch__grid_size"
@@ -36,6 +37,7 @@ class Thresholds(BaseModel):
     launch_us: float
     bound_pct: float
     low_warps_pct: float
+    near_peak_dram_pct: float
     same_pct: float
 
 
@@ -49,8 +51,14 @@ class MetricsMeta(BaseModel):
 @lru_cache(maxsize=1)
 def meta() -> MetricsMeta:
     """The metric metadata file, parsed once."""
-    with open(Path(__file__).parent.parent / "data" / "metrics.toml", "rb") as f:
-        return MetricsMeta.model_validate(tomllib.load(f))
+    return MetricsMeta.model_validate(load_toml("metrics.toml"))
+
+
+def longest_kernel(profile: Profile | None) -> KernelProfile | None:
+    """The profile's kernel with the most GPU time: the one that decides the time, and what a profile is judged by."""
+    if profile is None or not profile.kernels:
+        return None
+    return max(profile.kernels.values(), key=lambda k: float(k.metrics.get(DURATION, -1.0) or -1.0))
 
 
 def metric_info(name: str) -> MetricInfo:

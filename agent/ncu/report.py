@@ -11,7 +11,13 @@ from typing import Literal
 
 from agent.errors import UserError
 from agent.ncu.analysis import classify
-from agent.ncu.launches import _Launch, _resolve_aliases, _sm_count, _wanted_names, aggregate
+from agent.ncu.launches import (
+    _Launch,
+    _resolve_aliases,
+    _sm_count,
+    _wanted_names,
+    aggregate,
+)
 from agent.ncu.metadata import GPU_NAME, meta
 from agent.ncu.rawcsv import _read_with_ncu_csv
 from agent.schema import Number, Profile, RuleResult
@@ -48,20 +54,8 @@ def read_report(
     Unreadable, truncated or empty reports raise UserError.
     """
     path = Path(path)
-    _check_report_file(path)
     wanted = list(metrics) if metrics is not None else list(meta().metrics)
-    if backend == "auto":
-        try:
-            import ncu_report  # noqa: F401
-        except ImportError:
-            log.info("ncu_report is not importable: reading %s with `ncu -i --csv --page raw`", path)
-            backend = "csv"
-        else:
-            backend = "module"
-    if backend == "module":
-        launches, full, gpu, sms = _read_with_module(path, wanted)
-    else:
-        launches, full, gpu, sms = _read_with_ncu_csv(path, wanted)
+    launches, full, gpu, sms = _read(path, wanted, backend)
     if not launches:
         raise UserError(f"{path}: the report holds no kernels (empty, truncated, or every kernel was filtered out)")
     profile = aggregate(launches, wanted)
@@ -72,6 +66,27 @@ def read_report(
     for k in profile.kernels.values():
         k.metrics = {m: v for m, v in k.metrics.items() if m in keep}
     return profile
+
+
+def read_launches(path: Path, metrics: list[str]) -> list[tuple[str, dict[str, Number | str]]]:
+    """Every launch of a report in launch order, unaggregated: (kernel name, the wanted metrics it has)."""
+    launches, *_ = _read(Path(path), list(metrics), "auto")
+    return [(x.name, dict(x.values)) for x in launches]
+
+
+def _read(path: Path, wanted: list[str], backend: str) -> tuple[list[_Launch], bool, str, int | None]:
+    _check_report_file(path)
+    if backend == "auto":
+        try:
+            import ncu_report  # noqa: F401
+        except ImportError:
+            log.info("ncu_report is not importable: reading %s with `ncu -i --csv --page raw`", path)
+            backend = "csv"
+        else:
+            backend = "module"
+    if backend == "module":
+        return _read_with_module(path, wanted)
+    return _read_with_ncu_csv(path, wanted)
 
 
 def _check_report_file(path: Path) -> None:

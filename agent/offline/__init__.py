@@ -35,12 +35,35 @@ import math
 from agent.offline.models import Family, Op, Operand, Plan, Unsupported, Variant
 from agent.offline.ops import _ops
 from agent.offline.planner import (
-    ANCHORS, DRAM, DURATION, GRID, LOW_WARPS_PCT, NEAR_PEAK_DRAM_PCT, SM, SMALL_GRID_WAVES, SPACE,
-    SPLIT_PROGRAMS_PER_SM, WARPS, Reading, _around, _change, _interleave, _pow2_at_least,
+    ANCHORS,
+    DRAM,
+    DURATION,
+    GRID,
+    LOW_WARPS_PCT,
+    NEAR_PEAK_DRAM_PCT,
+    SM,
+    SMALL_GRID_WAVES,
+    SPACE,
+    SPLIT_PROGRAMS_PER_SM,
+    WARPS,
+    Reading,
+    _around,
+    _change,
+    _interleave,
+    _pow2_at_least,
 )
 from agent.offline.recognise import recognise
 from agent.offline.render import TEMPLATES, render
-from agent.schema import Answer, EvalResult, GPUSpec, Profile, ProblemSpec, Usage, Verdict
+from agent.protocols import Proposal, ProposalContext
+from agent.schema import (
+    Answer,
+    EvalResult,
+    GPUSpec,
+    ProblemSpec,
+    Profile,
+    Usage,
+    Verdict,
+)
 
 __all__ = [
     "ANCHORS", "DRAM", "DURATION", "GRID", "LOW_WARPS_PCT", "MODEL", "NEAR_PEAK_DRAM_PCT", "SM", "SMALL_GRID_WAVES",
@@ -74,22 +97,26 @@ class OfflineProposer:
 
     # -- the loop's side
 
-    def observe(self, stage: str, code: str, profile: Profile | None, results: list[EvalResult] | None) -> None:
-        """The current best (code and metrics) and the last iteration's results, before each propose()."""
+    def propose(self, ctx: ProposalContext) -> Proposal:
+        """k new variants for the context's state (fewer when the space is spent or the problem is not of a known
+        family). The prompt itself is not read: the current best, its metrics and the last results are."""
+        self._observe(ctx.stage, ctx.code, ctx.profile, ctx.results)
+        return Proposal(answers=self._propose(ctx.k))
+
+    def _observe(self, stage: str, code: str, profile: Profile | None, results: list[EvalResult]) -> None:
         self._stage, self._code, self._profile = stage, code or "", profile
-        for r in results or []:
-            v = self._by_code.get((r.code or "").strip())
+        for r in results:
+            v = self.variant_of(r.code or "")
             if v is not None and r.verdict != Verdict.CORRECT:
                 self._failed[v.family] = self._failed.get(v.family, 0) + 1
                 log.info("offline: %s variant %s failed (%s)", v.family, v.params(), r.verdict)
 
-    def propose(self, prompt: str, k: int) -> list[Answer]:
-        """k new variants (fewer when the space is spent or the problem is not of a known family)."""
+    def _propose(self, k: int) -> list[Answer]:
         plan = self.plan()
         if plan is None:
             log.warning("offline proposer: %s", self._unsupported)
             return []
-        answers = []
+        answers: list[Answer] = []
         for variant, why in self.ranked(plan):
             if len(answers) == k:
                 break
@@ -113,7 +140,11 @@ class OfflineProposer:
 
     def current(self) -> Variant | None:
         """The current best, when it is one of ours."""
-        return self._by_code.get(self._code.strip())
+        return self.variant_of(self._code)
+
+    def variant_of(self, code: str) -> Variant | None:
+        """The variant this proposer rendered as `code`, if it did."""
+        return self._by_code.get(code.strip())
 
     def ranked(self, plan: Plan) -> list[tuple[Variant, str]]:
         """Every variant in the order to try it now, each with its one-line reason."""
@@ -166,11 +197,9 @@ class OfflineProposer:
             order += [(v, reason(v)) for v in self._spread([_around(f, None) for f in others], others)]
             return order
         # The seed (or a latency-bound kernel of ours): restructure for more programs in flight.
-        if rows >= SMALL_GRID_WAVES * sms:
-            primary = ["row", "split", "persistent", "atomic"]
-        else:
-            primary = ["split", "atomic", "persistent", "row"]
-        primary = sorted([f for f in primary if f in families], key=self._broken)
+        order_of: list[Family] = (["row", "split", "persistent", "atomic"] if rows >= SMALL_GRID_WAVES * sms
+                                  else ["split", "atomic", "persistent", "row"])
+        primary = sorted([f for f in order_of if f in families], key=self._broken)
         anchors = {f: Variant(family=f, **{**ANCHORS[f], **({"split": split_s} if f in ("split", "atomic") else {})})
                    for f in primary}
         lists = [_around(f, anchors[f]) for f in primary]
@@ -181,7 +210,7 @@ class OfflineProposer:
         """A family whose candidates failed twice (compile errors, wrong results) is tried only after the rest."""
         return self._failed.get(family, 0) >= 2
 
-    def _spread(self, lists: list[list[Variant]], families: list[str], double_first: bool = False) -> list[Variant]:
+    def _spread(self, lists: list[list[Variant]], families: list[Family], double_first: bool = False) -> list[Variant]:
         """Round robin over the working families' lists, then the broken families' ones."""
         ok = [lst for lst, f in zip(lists, families) if not self._broken(f)]
         broken = [lst for lst, f in zip(lists, families) if self._broken(f)]
@@ -189,7 +218,8 @@ class OfflineProposer:
             ok = [ok[0], *ok[1:2], ok[0], *ok[2:]]
         return _interleave(ok) + _interleave(broken)
 
-    def _families(self, plan: Plan) -> list[str]:
+    def _families(self, plan: Plan) -> list[Family]:
         """The GAP families this plan allows (atomics only where the epilogue is a pure scale)."""
         scale_only = all(op.operand is not None and _ops()["binary"][op.name]["scale"] for op in plan.post)
-        return ["row", "split", "persistent"] + (["atomic"] if scale_only else [])
+        families: list[Family] = ["row", "split", "persistent"]
+        return families + (["atomic"] if scale_only else [])

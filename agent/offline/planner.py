@@ -8,23 +8,17 @@ import math
 from itertools import product
 from typing import Any
 
-from agent.offline.models import Variant, _Model
+from agent.ncu.metadata import DRAM, DURATION, GRID, SM, WARPS, longest_kernel, meta
+from agent.offline.models import Family, Variant, _Model
 from agent.schema import Profile
 
-# ncu metric names read from the profile (the memory-fusion stage's set, plus duration when present).
-GRID = "launch__grid_size"
-WARPS = "sm__warps_active.avg.pct_of_peak_sustained_active"
-DRAM = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
-SM = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
-DURATION = "gpu__time_duration.sum"
-
 # Decision thresholds. A grid under SMALL_GRID_WAVES x the SM count leaves SMs idle or nearly so; under
-# LOW_WARPS_PCT of warp slots active there are too few loads in flight to hide DRAM latency (ncu's
-# classification uses the same 25 %); past NEAR_PEAK_DRAM_PCT a reduction is bandwidth-bound and only
-# meta-parameters are left to tune (memory-fusion's target is 90 %).
+# LOW_WARPS_PCT of warp slots active there are too few loads in flight to hide DRAM latency; past
+# NEAR_PEAK_DRAM_PCT a reduction is bandwidth-bound and only meta-parameters are left to tune (memory-fusion's
+# target is 90 %). The last two are the bottleneck classification's own (agent/data/metrics.toml).
 SMALL_GRID_WAVES = 2
-LOW_WARPS_PCT = 25.0
-NEAR_PEAK_DRAM_PCT = 80.0
+LOW_WARPS_PCT = meta().bottleneck.low_warps_pct
+NEAR_PEAK_DRAM_PCT = meta().bottleneck.near_peak_dram_pct
 # Split reductions aim for at least this many programs per SM.
 SPLIT_PROGRAMS_PER_SM = 4
 
@@ -61,7 +55,8 @@ class Reading(_Model):
     def of(cls, profile: Profile | None) -> Reading:
         if profile is None or not profile.kernels:
             return cls()
-        k = max(profile.kernels.values(), key=lambda k: float(k.metrics.get(DURATION, 0.0) or 0.0))
+        k = longest_kernel(profile)
+        assert k is not None
         m = k.metrics
         grid = m.get(GRID)
         if grid is None and k.grid:
@@ -92,11 +87,11 @@ def _pow2_at_least(n: int, lo: int = 2, hi: int = 16) -> int:
     return p
 
 
-def _around(family: str, anchor: Variant | None) -> list[Variant]:
+def _around(family: Family, anchor: Variant | None) -> list[Variant]:
     """Every variant of a family, nearest the anchor first (index distance per meta-parameter; ties in a fixed
     order), so the search walks outwards from the current best."""
     space = SPACE[family]
-    a = anchor.model_dump() if anchor is not None else {"family": family, **ANCHORS[family]}
+    a: dict[str, Any] = anchor.model_dump() if anchor is not None else {"family": family, **ANCHORS[family]}
     keys = ["block", "warps", "stages", "split"]
 
     def pos(k: str, value: int) -> float:

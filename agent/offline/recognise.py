@@ -7,6 +7,7 @@ import ast
 import functools
 import math
 import textwrap
+from typing import Any, Literal
 
 from agent.offline.models import Op, Operand, Plan, Unsupported
 from agent.offline.ops import _function_table, _method_table, _module_table, _ops
@@ -60,7 +61,10 @@ _ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", 
 
 
 def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one branch per node kind)
-    """The chain producer -> per-element ops -> means/pools -> per-row ops -> PyTorch tail, or Unsupported."""
+    """The chain producer -> per-element ops -> means/pools -> per-row ops -> PyTorch tail, or Unsupported.
+
+    Long (~190 lines) on purpose: one pass over the fx graph, one branch per node kind, all updating the same few
+    pieces of state (layout, shapes, the op list); split into helpers, that state would travel through each."""
     import torch
 
     functions, methods, modules = _function_table(), _method_table(), _module_table()
@@ -92,10 +96,12 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
             return len(operands) - 1
         if getattr(other, "op", None) == "get_attr":
             t = functools.reduce(getattr, other.target.split("."), gm)
+            assert mid_shape is not None and nc is not None  # the producer, met first, set them
             shape = tuple(t.shape)
             rank = len(layout) if layout is not None else len(mid_shape)
             padded = (1,) * (rank - len(shape)) + shape
             chan = (layout if layout is not None else [0, 1] + [2] * (rank - 2)).index(1)
+            kind: Literal["single", "channel"]
             if t.numel() == 1:
                 kind = "single"
             elif len(padded) == rank and padded[chan] == nc[1] and all(s == 1 for i, s in enumerate(padded) if i != chan):
@@ -149,7 +155,8 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
             tail.append(torch_stmt(node))
             cur = node
             continue
-        cat, name, pool_dims, size = "", "", 0, ()
+        cat, name, pool_dims = "", "", 0
+        size: tuple[Any, ...] = ()
         if node.op == "call_module":
             mod = gm.get_submodule(node.target)
             cat, name = modules.get(type(mod).__name__, ("", ""))
@@ -159,14 +166,14 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
                 cur = node
                 continue
             if cat == "pool":  # AdaptiveAvgPool2d(1): pools the last 2 dims
-                size = mod.output_size if isinstance(mod.output_size, (tuple, list)) else (mod.output_size,)
+                size = tuple(mod.output_size) if isinstance(mod.output_size, (tuple, list)) else (mod.output_size,)
                 pool_dims = int(type(mod).__name__[-2])
         elif node.op == "call_function":
             cat, name = functions.get(id(node.target), ("", ""))
             if cat == "pool":
                 pool_dims = int(name[-2])
-                size = node.kwargs.get("output_size", args[1] if len(args) > 1 else None)
-                size = tuple(size) if isinstance(size, (tuple, list)) else (size,)
+                wanted = node.kwargs.get("output_size", args[1] if len(args) > 1 else None)
+                size = tuple(wanted) if isinstance(wanted, (tuple, list)) else (wanted,)
         elif node.op == "call_method":
             cat, name = methods.get(node.target, ("", ""))
         if nc is None:
@@ -205,6 +212,7 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
             ops.append((phase, Op(name=name)))
         elif cat == "mean":
             if layout is None:
+                assert mid_shape is not None
                 layout = [0, 1] + list(range(2, len(mid_shape)))
             dims = node.kwargs.get("dim", args[1] if len(args) > 1 else None)
             keep = node.kwargs.get("keepdim", args[2] if len(args) > 2 else False)
@@ -214,6 +222,7 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
             layout = _reduce(layout, dims, keep)
         elif cat == "pool":
             if layout is None:
+                assert mid_shape is not None
                 layout = [0, 1] + list(range(2, len(mid_shape)))
             if any(s != 1 for s in size):
                 raise Unsupported("an adaptive average pool to a size other than 1")
@@ -241,6 +250,7 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
         and getattr(conv, "groups", 0) == 1 and getattr(conv, "padding_mode", "") == "zeros" and x.dim() == 4
     )
     itemsize = torch.empty((), dtype=x.dtype, device="meta").element_size()
+    assert mid_shape is not None and nc is not None
     return Plan(
         init_source="", producer=producer, producer_kind=producer_kind, pre=pre, post=post, operands=operands,
         tail=tail, out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1], length=math.prod(mid_shape[2:]),

@@ -3,7 +3,7 @@
 A problem can be instantiated at other sizes by rebinding its size globals: `load_module(path, {"height": 13})`
 executes the file as a fresh module and overrides those globals, so get_inputs()/get_init_inputs() see them.
 
-A foreign file (`--problem PATH`) has no size sets in problems.toml, so derive_sizes() makes them from its integer
+A foreign file (`--problem PATH`) has no size sets in agent/data/problems.toml, so derive_sizes() makes them from its integer
 globals, by name: globals that look like a tensor dimension (batch, channels, height, width, depth, features, dim,
 length, hidden, ...) are resized; layer hyper-parameters (kernel_size, stride, padding, dilation, groups, heads,
 pool/window sizes, ...) are kept, since changing them changes the model, not just its input. Sizes:
@@ -23,10 +23,10 @@ import importlib.util
 import itertools
 import logging
 import re
-import tomllib
 from pathlib import Path
 from types import ModuleType
 
+from agent.datafiles import load_toml
 from agent.errors import UserError, unknown
 from agent.schema import ProblemSpec, SizeOverrides, SizeSet
 
@@ -44,8 +44,7 @@ _counter = itertools.count()
 
 
 def _registry() -> dict[str, dict]:
-    with open(_HERE / "problems.toml", "rb") as f:
-        return tomllib.load(f)
+    return load_toml("problems.toml")
 
 
 def list_problems() -> list[ProblemSpec]:
@@ -91,7 +90,7 @@ def _from_file(path: Path) -> ProblemSpec:
     )
 
 
-def _odd(v: int) -> int:
+def _odd(v: int | float) -> int | float:
     return v - 1 if v > 2 and v % 2 == 0 else v
 
 
@@ -104,12 +103,12 @@ def derive_sizes(module: ModuleType) -> dict[str, list[SizeSet]]:
     if not dims:
         log.warning("%s has no size globals to resize: it is validated at its own sizes only", module.__name__)
         return {"sizes": [SizeSet(label="full")], "cpu_sizes": [SizeSet(label="cpu")]}
-    cpu = {k: min(v, 2) if _BATCH.search(k) else min(v, max(8, min(32, v // 8))) for k, v in dims.items()}
-    cpu_odd = {k: min(dims[k], 3) if _BATCH.search(k) else _odd(v) for k, v in cpu.items()}
-    odd = {k: _odd(v) for k, v in dims.items()}
+    cpu: SizeOverrides = {k: min(v, 2) if _BATCH.search(k) else min(v, max(8, min(32, v // 8))) for k, v in dims.items()}
+    cpu_odd: SizeOverrides = {k: min(dims[k], 3) if _BATCH.search(k) else _odd(v) for k, v in cpu.items()}
+    odd: SizeOverrides = {k: _odd(v) for k, v in dims.items()}
     spatial = [k for k in dims if _SPATIAL.search(k) and not _BATCH.search(k)]
     side = {1: 4200, 2: 66, 3: 18}.get(len(spatial), 8)  # a reduced plane over 4096 elements, whatever its rank
-    wide = {k: 1 if _BATCH.search(k) else min(v, side) if k in spatial else min(v, 65) if _WIDE.search(k) else cpu[k]
+    wide: SizeOverrides = {k: 1 if _BATCH.search(k) else min(v, side) if k in spatial else min(v, 65) if _WIDE.search(k) else cpu[k]
             for k, v in dims.items()}
     cpu_sizes = [SizeSet(label="cpu", overrides=cpu)]
     if wide != cpu:

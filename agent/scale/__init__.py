@@ -2,8 +2,8 @@
 
     pool = local_pool(["0", "1"], "cuda")            # agent run --gpus 0,1: worker processes on this host
     pool = ray_pool("ray://head:10001")             # agent run --cluster ray://head:10001: Ray actors
-    evaluator = ScaleEvaluator(pool, problem, "cuda", timeout_s=180, cache_dir=..., seed=0)
-    results = evaluator.evaluate(sources, stage)     # agent.loop.Evaluator: results in the candidates' order
+    evaluator = ScaleEvaluator(pool, RoundRequests(problem=problem, device="cuda", timeout_s=180))
+    results = evaluator.evaluate(sources, stage)     # agent.protocols.Evaluator: results in the candidates' order
 
 A worker (EvalWorker) is long-lived and pinned to one GPU (CUDA_VISIBLE_DEVICES); it evaluates one candidate at
 a time through the ordinary harness, so every candidate still runs in its own sandboxed subprocess. There are
@@ -23,20 +23,20 @@ Modules, one job each:
     pool       WorkerPool, WorkerDied and the local worker processes (local_pool)
     raypool    Ray actors (connect, cluster_device, ray_pool); named so as not to shadow the `ray` package
     evaluator  ScaleEvaluator and ScaleProfiler: the loop's Evaluator and Profiler over a pool
-    placement  `agent run --gpus / --cluster`: parse_gpus, plan, scaled_parts
+    placement  `agent run --gpus / --cluster`: parse_gpus, placement (agent.wiring builds the parts from it)
 """
 
 from __future__ import annotations
 
-from agent.scale.evaluator import ScaleEvaluator, ScaleProfiler, round_seed
-from agent.scale.placement import Plan, parse_gpus, plan, scaled_parts
+from agent.scale.evaluator import ScaleEvaluator, ScaleProfiler
+from agent.scale.placement import Placement, parse_gpus, placement
 from agent.scale.pool import LocalHandle, WorkerDied, WorkerPool, local_pool
 from agent.scale.raypool import RAY_HINT, RayHandle, cluster_device, connect, ray_pool
 from agent.scale.settings import ScaleSettings, scale_settings
 from agent.scale.worker import EvalWorker, ProfileReply
 
 __all__ = [
-    "RAY_HINT", "EvalWorker", "LocalHandle", "Plan", "ProfileReply", "RayHandle", "ScaleEvaluator", "ScaleProfiler",
-    "ScaleSettings", "WorkerDied", "WorkerPool", "cluster_device", "connect", "local_pool", "parse_gpus", "plan",
-    "ray_pool", "round_seed", "scale_settings", "scaled_parts",
+    "RAY_HINT", "EvalWorker", "LocalHandle", "Placement", "ProfileReply", "RayHandle", "ScaleEvaluator", "ScaleProfiler",
+    "ScaleSettings", "WorkerDied", "WorkerPool", "cluster_device", "connect", "local_pool", "parse_gpus", "placement",
+    "ray_pool", "scale_settings",
 ]

@@ -1,4 +1,4 @@
-"""The loop's parts over a WorkerPool: ScaleEvaluator (agent.loop.Evaluator) and ScaleProfiler (agent.loop.Profiler)."""
+"""The loop's parts over a WorkerPool: ScaleEvaluator and ScaleProfiler (agent.protocols' Evaluator and Profiler)."""
 
 from __future__ import annotations
 
@@ -6,39 +6,34 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from agent.harness.job import round_seed
+from agent.harness.evaluator import RoundRequests
 from agent.scale.pool import WorkerDied, WorkerPool
 from agent.scale.settings import scale_settings
 from agent.scale.worker import ProfileReply
-from agent.schema import EvalResult, Profile, ProblemSpec, Stage, Verdict
+from agent.schema import EvalResult, ProblemSpec, Profile, Stage, Verdict
 
 log = logging.getLogger(__package__)  # "agent.scale", as before the split: log lines keep their name
 
 
 class ScaleEvaluator:
-    """agent.loop.Evaluator over a WorkerPool; counts candidates per minute."""
+    """agent.protocols.Evaluator over a WorkerPool; counts candidates per minute."""
 
-    def __init__(self, pool: WorkerPool, problem: ProblemSpec, device: str, timeout_s: float, cache_dir: Path | None,
-                 seed: int, on_round: Callable[[str], None] | None = None, hide: list[Path] | None = None,
-                 bandwidth_gbs: float | None = None) -> None:
-        self.pool, self.problem, self.device, self.timeout_s = pool, problem, device, timeout_s
-        self.hide, self.bandwidth_gbs = list(hide or []), bandwidth_gbs
-        self.cache_dir, self.seed, self.on_round = cache_dir, seed, on_round or (lambda text: None)
+    def __init__(self, pool: WorkerPool, requests: RoundRequests, on_round: Callable[[str], None] | None = None) -> None:
+        self.pool, self.requests = pool, requests
+        self.problem, self.timeout_s = requests.problem, requests.timeout_s
+        self.on_round = on_round or (lambda text: None)
         self.round = 0
         self.candidates = 0
         self.busy_s = 0.0
 
     def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
-        from agent.harness import EvalRequest
-        from agent.harness.pipeline import HarnessError
+        from agent.errors import HarnessError
         from agent.harness.settings import settings
 
         self.round += 1
-        reqs = [EvalRequest(source=s, problem=self.problem, stage=stage, device=self.device, timeout_s=self.timeout_s,
-                            cache_dir=self.cache_dir, seed=round_seed(self.seed, self.round), hide=self.hide,
-                            bandwidth_gbs=self.bandwidth_gbs) for s in sources]
+        reqs = self.requests.for_round(sources, stage, self.round)
         sb = settings().sandbox
         deadline = 2 * self.timeout_s + sb.reference_timeout_s + sb.baseline_timeout_s + scale_settings().grace_s
         source = self.problem.path.read_text()
@@ -49,11 +44,11 @@ class ScaleEvaluator:
         for src, answer in zip(sources, answers):
             if isinstance(answer, WorkerDied):
                 results.append(_lost(src, f"the evaluation worker died while evaluating it ({answer}); "
-                                          "the worker was replaced", self.device))
+                                          "the worker was replaced", self.requests.device))
             elif answer[0] == "harness_error":
-                raise HarnessError(answer[1])
+                raise HarnessError(answer[1], "the evaluation worker could not judge the problem itself")
             elif answer[0] == "error":
-                results.append(_lost(src, f"harness error in the evaluation worker: {answer[1]}", self.device))
+                results.append(_lost(src, f"harness error in the evaluation worker: {answer[1]}", self.requests.device))
             else:
                 results.append(answer[1])
         self.candidates += len(sources)
@@ -75,11 +70,12 @@ class ScaleEvaluator:
 
 
 class ScaleProfiler:
-    """agent.loop.Profiler on the pool's first worker: the report comes back as bytes into the driver's store."""
+    """agent.protocols.Profiler on the pool's first worker: the report comes back as bytes into the driver's store."""
 
-    def __init__(self, pool: WorkerPool, problem: ProblemSpec, store, run_id: str, device: str,
-                 metric_set: str = "stage", timeout_s: float = 600.0, on_error=None) -> None:
-        self.pool, self.problem, self.store, self.run_id, self.device = pool, problem, store, run_id, device
+    def __init__(self, pool: WorkerPool, problem: ProblemSpec, out: Callable[[str], Path], device: str,
+                 metric_set: Literal["stage", "full"] = "stage", timeout_s: float = 600.0,
+                 on_error: Callable[[str], None] | None = None) -> None:
+        self.pool, self.problem, self.out, self.device = pool, problem, out, device
         self.metric_set, self.timeout_s, self.on_error = metric_set, timeout_s, on_error or (lambda msg: None)
 
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
@@ -87,7 +83,7 @@ class ScaleProfiler:
             return None  # CPU mode: there is no GPU to count
         from agent.profiler import ProfileRequest
 
-        out = self.store.profile_path(self.run_id, candidate_id)
+        out = self.out(candidate_id)
         req = ProfileRequest(code=code, problem=self.problem, stage=stage, metric_set=self.metric_set, out=out,
                              timeout_s=self.timeout_s)
         answer = self.pool.call("profile", (req, self.problem.path.read_text()),
@@ -100,9 +96,11 @@ class ScaleProfiler:
             why = answer[1].error + (f" ({answer[1].hint})" if answer[1].hint else "")
         else:
             reply: ProfileReply = answer[1]
+            prof = reply.profile
+            assert prof is not None  # checked above
             out.write_bytes(reply.report or b"")
-            out.with_suffix(".json").write_text(reply.profile.model_dump_json(indent=2))
-            return reply.profile
+            out.with_suffix(".json").write_text(prof.model_dump_json(indent=2))
+            return prof
         log.warning("profiling %s failed: %s", candidate_id, why)
         self.on_error(f"profiling {candidate_id} failed: {why}")
         return None

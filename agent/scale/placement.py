@@ -1,4 +1,4 @@
-"""Where `agent run` evaluates (--gpus / --cluster): the flags checked up front, then the loop's parts."""
+"""Where `agent run` evaluates (--gpus / --cluster): the flags checked up front (agent.wiring builds the parts)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,8 @@ import os
 from pydantic import BaseModel
 
 from agent.errors import UserError
-from agent.scale.evaluator import ScaleEvaluator, ScaleProfiler
-from agent.scale.pool import local_pool
+from agent.scale.pool import WorkerPool, local_pool
 from agent.scale.raypool import connect, ray_pool
-from agent.schema import ProblemSpec
 
 
 def parse_gpus(spec: str, device: str) -> list[str]:
@@ -45,29 +43,28 @@ def parse_gpus(spec: str, device: str) -> list[str]:
     return [visible[w] for w in wanted]
 
 
-class Plan(BaseModel):
-    """Where `agent run` evaluates: checked before the run is created (a bad flag leaves no empty run)."""
+class Placement(BaseModel):
+    """Where `agent run` evaluates: here (local), on this host's GPUs (--gpus), on a Ray cluster (--cluster).
+    Checked before the run is created: a bad flag leaves no empty run."""
 
     cluster: str | None = None
     gpus: list[str] = []
     device: str
 
+    @property
+    def kind(self) -> str:
+        return "cluster" if self.cluster else "gpus" if self.gpus else "local"
 
-def plan(gpus: str | None, cluster: str | None, device: str) -> Plan:
-    """Validate --gpus (against the visible GPUs) or --cluster (connects to Ray)."""
+    def pool(self) -> WorkerPool:
+        """The workers this placement names (gpus or cluster)."""
+        return ray_pool(self.cluster, self.device) if self.cluster else local_pool(self.gpus, self.device)
+
+
+def placement(gpus: str | None, cluster: str | None, device: str) -> Placement:
+    """Validate --gpus (against the visible GPUs) or --cluster (connects to Ray); neither: local."""
     if cluster:
         connect(cluster)
-        return Plan(cluster=cluster, device=device)
-    return Plan(gpus=parse_gpus(gpus or "all", device), device=device)
-
-
-def scaled_parts(p: Plan, problem: ProblemSpec, config, store, run_id: str, progress) -> tuple[ScaleEvaluator, ScaleProfiler]:
-    """The loop's evaluator and profiler over a pool of workers; round and summary lines go to `progress`."""
-    pool = ray_pool(p.cluster, p.device) if p.cluster else local_pool(p.gpus, p.device)
-    progress.message(f"evaluating on {pool.describe()}")
-    from agent.wiring import local_bandwidth
-
-    evaluator = ScaleEvaluator(pool, problem, p.device, config.timeout_s, cache_dir=store.root / "candidates" / ".cache",
-                               seed=config.seed, on_round=progress.message, hide=[store.root],
-                               bandwidth_gbs=local_bandwidth(p.device))
-    return evaluator, ScaleProfiler(pool, problem, store, run_id, p.device, on_error=progress.message)
+        return Placement(cluster=cluster, device=device)
+    if gpus:
+        return Placement(gpus=parse_gpus(gpus, device), device=device)
+    return Placement(device=device)

@@ -63,12 +63,19 @@ class _Orphans:
 
 
 class _Handle:
+    """One worker, wherever it runs: what the pool asks of it."""
+
     label: str
     current: int | None = None  # the index of the item it is working on (tests watch it)
 
-    def call(self, method: str, args: tuple, deadline_s: float) -> tuple[str, Any]: ...
-    def restart(self) -> None: ...
-    def close(self) -> None: ...
+    def call(self, method: str, args: tuple, deadline_s: float) -> tuple[str, Any]:
+        raise NotImplementedError
+
+    def restart(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
 
 
 class LocalHandle(_Handle):

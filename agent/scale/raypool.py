@@ -7,7 +7,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from agent.errors import UserError
 from agent.scale.pool import WorkerDied, WorkerPool, _Handle, _Orphans
@@ -26,11 +26,11 @@ class RayHandle(_Handle):
         import ray
 
         self.label, self.device, self.resources = label, device, resources
-        self._cls = ray.remote(EvalWorker)
+        self._cls: Any = ray.remote(EvalWorker)  # an actor class: ray's types do not follow the remote methods
         self._start()
 
     def _start(self) -> None:
-        self.actor = self._cls.options(max_restarts=0, max_task_retries=0, **self.resources).remote(self.device)
+        self.actor: Any = self._cls.options(max_restarts=0, max_task_retries=0, **self.resources).remote(self.device)
         self._orphans = _Orphans()
         self._located = False
 
@@ -119,7 +119,7 @@ def connect(cluster: str) -> Any:
     return ray
 
 
-def cluster_device(cluster: str) -> str:
+def cluster_device(cluster: str) -> Literal["cuda", "cpu"]:
     """'cuda' when the cluster has GPUs, else 'cpu' (connects first)."""
     ray = connect(cluster)
     return "cuda" if ray.cluster_resources().get("GPU", 0) >= 1 else "cpu"

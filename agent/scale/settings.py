@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import tomllib
 from functools import lru_cache
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
+
+from agent.datafiles import load_toml
 
 
 class ScaleSettings(BaseModel):
@@ -18,5 +18,4 @@ class ScaleSettings(BaseModel):
 @lru_cache(maxsize=1)
 def scale_settings() -> ScaleSettings:
     """agent/data/scale.toml, parsed once."""
-    with open(Path(__file__).parent.parent / "data" / "scale.toml", "rb") as f:
-        return ScaleSettings.model_validate(tomllib.load(f))
+    return ScaleSettings.model_validate(load_toml("scale.toml"))

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from agent.schema import EvalResult, Profile, ProblemSpec
+from agent.schema import EvalResult, ProblemSpec, Profile
 
 log = logging.getLogger(__package__)  # "agent.scale", as before the split: log lines keep their name
 
@@ -38,16 +38,20 @@ class EvalWorker:
     def __init__(self, device: str, gpu: str | None = None) -> None:
         if gpu is not None:  # local workers are pinned here; Ray sets CUDA_VISIBLE_DEVICES for its actors
             os.environ["CUDA_VISIBLE_DEVICES"] = gpu
-        self.device = device
-        if device == "cuda":
-            from agent.harness.gpulock import ENV, lock_path
+        from agent.harness import Shared
 
-            visible = os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0"
-            os.environ[ENV] = str(lock_path(visible))  # the harness's subprocesses inherit it (job.worker_env)
+        self.device = device
+        self.gpu_lock: Path | None = None
+        # the workers sharing this GPU take its lock (agent.harness.gpulock); without a GPU, the one a request names
+        if device == "cuda":
+            from agent.harness.gpulock import lock_path
+
+            self.gpu_lock = lock_path(os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0")
+        self.shared = Shared()  # this worker's truths and baselines, kept (bounded) across rounds
         self._problems: dict[str, Path] = {}
 
     def run(self, method: str, *args: Any) -> tuple[str, Any]:
-        from agent.harness.pipeline import HarnessError
+        from agent.errors import HarnessError
 
         try:
             return "ok", getattr(self, method)(*args)
@@ -67,8 +71,9 @@ class EvalWorker:
         from agent.harness import evaluate_many
 
         req = req.model_copy(update={"problem": self._local(req.problem, problem_source),
-                                     "cache_dir": _usable_dir(req.cache_dir)})
-        [result] = evaluate_many([req])
+                                     "cache_dir": _usable_dir(req.cache_dir),
+                                     "gpu_lock": self.gpu_lock or req.gpu_lock})
+        [result] = evaluate_many([req], self.shared)
         return result
 
     def profile(self, req: Any, problem_source: str) -> ProfileReply:
@@ -76,7 +81,8 @@ class EvalWorker:
 
         with tempfile.TemporaryDirectory(prefix="agent-scale-profile-") as d:
             out = Path(d) / "profile.ncu-rep"
-            req = req.model_copy(update={"problem": self._local(req.problem, problem_source), "out": out, "device": 0})
+            req = req.model_copy(update={"problem": self._local(req.problem, problem_source), "out": out, "device": 0,
+                                         "gpu_lock": self.gpu_lock or req.gpu_lock})
             try:
                 prof = profile(req)
             except ProfileError as e:

@@ -32,11 +32,24 @@ from agent.errors import UserError
 from agent.schema import Answer, Candidate, EvalResult, Profile, RunConfig, Usage
 from agent.store import files, index
 from agent.store.files import write_atomic
-from agent.store.index import DRAM_METRIC, DURATION_METRIC, INDEX_NAME, Transaction, longest_kernel_dram_pct
+from agent.store.index import (
+    DRAM_METRIC,
+    DURATION_METRIC,
+    INDEX_NAME,
+    Transaction,
+    longest_kernel_dram_pct,
+)
 from agent.store.leaderboard import leaderboard as _leaderboard
 from agent.store.migrations import apply_migrations
-from agent.store.records import (RUN_STATUSES, CallRecord, IterationRecord, LeaderRow, ResumeState, RunRecord,
-                                 RunStatus)
+from agent.store.records import (
+    RUN_STATUSES,
+    CallRecord,
+    IterationRecord,
+    LeaderRow,
+    ResumeState,
+    RunRecord,
+    RunStatus,
+)
 
 __all__ = [
     "CallRecord", "DRAM_METRIC", "DURATION_METRIC", "INDEX_NAME", "IterationRecord", "LeaderRow", "RUN_STATUSES",

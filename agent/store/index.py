@@ -13,6 +13,7 @@ import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
+from agent.ncu.metadata import DRAM, DURATION, longest_kernel
 from agent.redact import scrub
 from agent.schema import Candidate, Profile, RunConfig, Usage
 from agent.store.files import TMP_PREFIX, alive, load, read_candidate, run_dirs
@@ -22,8 +23,7 @@ from agent.store.records import CallRecord, IterationRecord, RunRecord
 log = logging.getLogger(__name__)
 
 INDEX_NAME = "index.sqlite"
-DRAM_METRIC = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
-DURATION_METRIC = "gpu__time_duration.sum"
+DRAM_METRIC, DURATION_METRIC = DRAM, DURATION  # the names the index's columns are read from
 
 
 def _iso(t: datetime | None) -> str | None:
@@ -35,7 +35,8 @@ def longest_kernel_dram_pct(profile: Profile | None) -> float | None:
     if profile is None or not profile.kernels:
         return None
     kernels = list(profile.kernels.values())
-    longest = max(kernels, key=lambda k: float(k.metrics.get(DURATION_METRIC, -1.0)))
+    longest = longest_kernel(profile)
+    assert longest is not None
     if DRAM_METRIC in longest.metrics:
         return float(longest.metrics[DRAM_METRIC])
     with_dram = [k for k in kernels if DRAM_METRIC in k.metrics]

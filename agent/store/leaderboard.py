@@ -13,7 +13,8 @@ def leaderboard(db: sqlite3.Connection, problem: str | None = None, run_id: str 
     """Candidates ranked by speedup vs eager, then time; correct only unless include_all (then failures last).
 
     `run_id` is a full run id (Store.leaderboard resolves a prefix first)."""
-    where, params = [], []
+    where: list[str] = []
+    params: list[object] = []
     if not include_all:
         where.append("c.verdict = ?")
         params.append(str(Verdict.CORRECT))

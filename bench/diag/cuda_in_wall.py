@@ -1,6 +1,11 @@
 """Which part of the candidate's wall stops CUDA on this machine (a diagnosis, run on the GPU host)."""
-import json, os, subprocess, sys, tempfile
+import json
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 from agent.harness import sandbox

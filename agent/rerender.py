@@ -1,4 +1,4 @@
-"""`agent replay RUN_ID`: re-render every iteration's prompt from what the run recorded, without a GPU.
+"""`agent prompts RUN_ID`: re-render every iteration's prompt from what the run recorded, without a GPU.
 
 Each prompt is rebuilt from the stored parts (stage, the best-so-far candidate's code and ncu profile, the
 previous iteration's verdicts) and compared with the prompt the run actually sent.

@@ -1,0 +1,248 @@
+"""The candidate's side of the worker: `evaluate` (every trial the parent chose, then timing) and `profile` (one call
+inside an NVTX range, for ncu). The only modules of the worker that import candidate code."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from agent.harness.inputs import build, copy_matching_weights, flatten, make_inputs, refill, weights
+from agent.harness.job import TrialSpec, WorkerJob, WorkerResult
+from agent.harness.workerio import (
+    Gpu,
+    Stop,
+    describe_error,
+    problem_modules,
+    sync,
+    timed_base,
+    trial_record,
+    write_result,
+)
+
+
+class AutotunePasses:
+    """CPU mode: @triton.autotune fails at launch under the interpreter (it benchmarks). Each pass runs every
+    autotuner with one of its configs (through Triton's own single-config path), so all configs get validated."""
+
+    def __init__(self) -> None:
+        self.index = 0
+        self.max_configs = 1
+        self.labels: dict[int, str] = {}
+
+    def install(self) -> None:
+        from triton.runtime.autotuner import Autotuner
+
+        original = Autotuner.run
+        passes = self
+
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            configs = self.configs
+            passes.max_configs = max(passes.max_configs, len(configs))
+            chosen = configs[min(passes.index, len(configs) - 1)]
+            passes.labels.setdefault(passes.index, str(chosen))
+            self.configs = [chosen]
+            try:
+                return original(self, *args, **kwargs)
+            finally:
+                self.configs = configs
+
+        Autotuner.run = run
+
+
+def load_candidate(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location("candidate", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["candidate"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def evaluate(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
+    """Import the candidate, run every trial (every autotune config in CPU mode), then time it if the job asks."""
+    session = _Session(job, result)
+    result.phase = "build"
+    gpu.take("shared", result, job)  # everything before (interpreter, torch, triton imports) overlaps others' timing
+    session.prepare()
+    model_new = session.import_model_new()
+    timed = session.validate(model_new)
+    if job.plan is not None and timed is not None:
+        result.phase = "timing"
+        gpu.take("exclusive", result, job)
+        write_result(result, job)  # validation outputs are safe even if timing crashes or hangs
+        session.time(*timed)
+
+
+class _Session:
+    """One evaluation's trusted state: references taken, and snapshots made, before any candidate code runs."""
+
+    def __init__(self, job: WorkerJob, result: WorkerResult) -> None:
+        from agent.harness.trace import Tracker
+        from agent.harness.trusted import Trusted
+
+        self.job, self.result = job, result
+        self.passes = AutotunePasses()
+        if job.device == "cpu":
+            self.passes.install()
+        self.trusted = Trusted(job.device)
+        self.tracker = Tracker(self.trusted)
+        self.tracker.install()
+        self.outputs: list[list[Any]] = []
+        self.out_file = job.outputs_dir / "outputs.pt"
+        self.refusals: list[str] = []
+
+    def prepare(self) -> None:
+        from triton.runtime.autotuner import Autotuner
+        from triton.runtime.jit import JITFunction
+
+        from agent.harness.trusted import Integrity, guard
+
+        job = self.job
+        self.modules = problem_modules(job)
+        # the problem's Models are gone before any candidate code runs: only their weights stay
+        self.states = [weights(m, job.seed, job.device) for m in self.modules]
+        gc.collect()
+        self.integrity = Integrity({"JITFunction": JITFunction, "Autotuner": Autotuner, **self.tracker.hooked()})
+        guard(str(job.candidate_path), self.refusals.append)
+
+    def tampered(self) -> list[str]:
+        return self.integrity.changed() + self.refusals
+
+    def import_model_new(self) -> type:
+        self.result.phase = "import"
+        try:
+            cand = load_candidate(self.job.candidate_path)  # type: ignore[arg-type]
+            model_new = getattr(cand, "ModelNew", None)
+            if not isinstance(model_new, type):
+                raise TypeError("the candidate defines no class ModelNew")
+            return model_new
+        except BaseException as e:
+            self.result.error = describe_error(e, "import", self.job)
+            self.result.tampered = self.tampered()
+            raise Stop from None
+
+    def validate(self, model_new: type) -> tuple[Any, list[Any]] | None:
+        """Every trial, once per config pass; the outputs go to the parent, which judges them. Returns the model and
+        inputs the timed calls start from (the first trial at the first size)."""
+        import torch
+
+        result, job = self.result, self.job
+        result.phase = "validate"
+        self.phase = "validate"
+        timed: tuple[Any, list[Any]] | None = None
+        p = 0
+        try:
+            while p < self.passes.max_configs:
+                self.passes.index = p
+                models: dict[int, Any] = {}
+                buffers: dict[int, list[Any]] = {}
+                for trial in job.trials:
+                    self._trial(trial, p, model_new, models, buffers)
+                    if timed is None and trial.size == 0:
+                        timed = (models[0], buffers[0])
+                p += 1
+        except BaseException as e:
+            result.error = describe_error(e, self.phase, job)
+        finally:
+            result.config_passes = max(1, p if result.error is None else p + 1)
+            result.config_labels = [self.passes.labels[i] for i in sorted(self.passes.labels)]
+            result.tampered = self.tampered()
+            torch.save({"outputs": self.outputs, "timing": []}, self.out_file)
+            result.outputs_file = self.out_file
+        if result.error or result.tampered:
+            raise Stop
+        return timed
+
+    def _trial(self, trial: TrialSpec, p: int, model_new: type, models: dict[int, Any],
+               buffers: dict[int, list[Any]]) -> None:
+        import torch
+
+        job, trusted, tracker, s = self.job, self.trusted, self.tracker, trial.size
+        if s not in models:
+            self.phase = "build"
+            models[s] = build(self.modules[s], model_new, job.seed, job.device)
+            copy_matching_weights(self.states[s], models[s])
+            self.phase = "validate"
+        fresh = make_inputs(self.modules[s], trial.distribution, trial.seed, job.device)
+        if trial.buffer == "same" and s in buffers:
+            for b, f in zip(buffers[s], fresh):
+                if isinstance(b, torch.Tensor):
+                    trusted.copy_(b, f)
+        else:
+            buffers[s] = fresh
+        inputs = buffers[s]
+        if trial.trace and job.device == "cuda":
+            # JIT compilation and autotuning stay out of the traced call. Other values: the caching allocator
+            # hands the traced call this call's output memory, which must not already hold the answer.
+            warm = [trusted.clone(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+            refill(warm, trial.seed + 7, job.device, trusted.normal_, trusted.generator)
+            with torch.no_grad():
+                models[s](*warm)
+        tracker.begin(trial.trace, inputs)
+        with torch.no_grad(), (tracker.dispatch_mode() if trial.trace else contextlib.nullcontext()):
+            out = models[s](*inputs)
+        sync(job.device)
+        kind, tensors = flatten(out)
+        launched, trace = tracker.end(tensors)
+        self.outputs.append([trusted.to(trusted.clone(t.detach()), "cpu") for t in tensors])
+        record = trial_record(trial, job, inputs, kind, tensors)
+        record.config_pass, record.launches, record.output_launched, record.trace = p, tracker.launches, launched, trace
+        self.result.trials.append(record)
+
+    def time(self, model: Any, inputs: list[Any]) -> None:
+        import torch
+
+        from agent.harness.timing import Bench
+
+        self.passes.index = 0
+        bench = Bench(lambda: model(*inputs), inputs, self.job.plan, self.job.timing, self.trusted, self.tracker)
+        try:
+            with torch.no_grad():
+                self.result.timing = bench.gpu() if self.job.device == "cuda" else bench.cpu()
+        except BaseException as e:
+            self.result.error = describe_error(e, "timing", self.job)
+            raise Stop from None
+        finally:
+            self.result.tampered = self.tampered()
+            torch.save({"outputs": self.outputs, "timing": bench.outputs}, self.out_file)
+
+
+def profile(job: WorkerJob, gpu: Gpu) -> int:
+    """One warmed-up call inside an NVTX range (JIT compilation stays outside it). Errors: one stderr line."""
+    phase = "build"
+    try:
+        import torch
+
+        gpu.take("exclusive")
+        if job.device == "cpu":
+            AutotunePasses().install()
+        modules = problem_modules(job)
+        state = weights(modules[0], job.seed, job.device)
+        phase = "import"
+        cand = load_candidate(job.candidate_path)  # type: ignore[arg-type]
+        phase = "build"
+        model = build(modules[0], cand.ModelNew, job.seed, job.device)
+        copy_matching_weights(state, model)
+        _, inputs = timed_base(job, modules)
+        phase = "run"
+        with torch.no_grad():
+            for _ in range(max(1, job.profile_warmup)):
+                model(*inputs)
+            sync(job.device)
+            if job.device == "cuda":
+                torch.cuda.nvtx.range_push(job.nvtx_range)
+            model(*inputs)
+            sync(job.device)
+            if job.device == "cuda":
+                torch.cuda.nvtx.range_pop()
+        write_result(WorkerResult(mode="profile", ok=True, phase="done"), job)
+        return 0
+    except BaseException as e:
+        err = describe_error(e, phase, job)
+        print(f"{err.kind} ({err.phase}): {err.message}".replace("\n", " "), file=sys.stderr)
+        return 1

@@ -1,0 +1,49 @@
+"""The loop's Evaluator in this process: a round's answers through the harness, one shared truth per round.
+
+RoundRequests is what every evaluator (this one, agent.scale's on a pool of GPUs) makes its EvalRequests from, so a
+round's seed, the store it hides and the timing floor are decided in one place.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from agent.harness.job import round_seed
+from agent.harness.pipeline import EvalRequest, Shared, evaluate_many
+from agent.schema import EvalResult, Model, ProblemSpec, Stage
+
+
+class RoundRequests(Model):
+    """The settings every candidate of a run is evaluated with; `for_round` makes one round's requests."""
+
+    problem: ProblemSpec
+    device: Literal["cuda", "cpu"]
+    timeout_s: float
+    cache_dir: Path | None = None
+    seed: int = 0
+    hide: list[Path] = Field(default_factory=list, description="directories candidates must not see (the store)")
+    bandwidth_gbs: float | None = Field(default=None, description="the local GPU's peak (the timing floor)")
+    gpu_lock: Path | None = Field(default=None, description="the GPU's lock, where several workers share it")
+
+    def for_round(self, sources: list[str], stage: Stage, round_: int) -> list[EvalRequest]:
+        """A fresh seed per round: every round draws new inputs; the candidates of one round share the truth."""
+        return [EvalRequest(source=s, problem=self.problem, stage=stage, device=self.device, timeout_s=self.timeout_s,
+                            cache_dir=self.cache_dir, seed=round_seed(self.seed, round_), hide=self.hide,
+                            bandwidth_gbs=self.bandwidth_gbs, gpu_lock=self.gpu_lock) for s in sources]
+
+
+class LocalEvaluator:
+    """agent.protocols.Evaluator here: candidates one after another on the GPU (in parallel in CPU mode); the truths
+    and baselines are kept, bounded, across rounds."""
+
+    def __init__(self, requests: RoundRequests) -> None:
+        self.requests = requests
+        self.shared = Shared()
+        self.round = 0
+
+    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
+        self.round += 1
+        return evaluate_many(self.requests.for_round(sources, stage, self.round), self.shared)

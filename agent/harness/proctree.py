@@ -1,0 +1,67 @@
+"""A sandboxed command's process tree, read from /proc: who is below it, how much memory it holds, killing it."""
+
+from __future__ import annotations
+
+import os
+import signal as _signal
+import subprocess
+import time
+
+
+def kill(proc: subprocess.Popen) -> None:
+    """SIGKILL everything the command started. unshare's forked child is PID 1 of the namespace and dies with
+    unshare (--kill-child); the kernel then kills every process left in the namespace. The group and the tree are
+    killed too, for the uncontained case."""
+    pids = descendants(proc.pid)
+    for target in (lambda: os.killpg(proc.pid, _signal.SIGKILL), *(lambda p=p: os.kill(p, _signal.SIGKILL) for p in pids)):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError):
+            pass
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.02)  # GPU memory is freed before the next command starts
+
+
+def _stat(pid: int) -> list[bytes] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
+def alive(pid: int) -> bool:
+    """Running (not a zombie, not dead)."""
+    fields = _stat(pid)
+    return fields is not None and fields[0] not in (b"Z", b"X")
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below `root` (orphans in a PID namespace are re-parented to its init, still below)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            fields = _stat(int(entry.name))
+            if fields is not None:
+                children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child)
+    return out
+
+
+def rss_mb(root: int) -> float:
+    """Resident memory of `root` and everything below it, in MiB."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    total = 0
+    for pid in [root, *descendants(root)]:
+        fields = _stat(pid)
+        if fields is not None:
+            total += int(fields[21]) * page  # fields after the name: state ppid pgrp ... rss is the 22nd
+    return total / (1 << 20)

@@ -1,0 +1,101 @@
+"""The loop's parts, as the loop sees them: defined once, here, and used as the types everywhere.
+
+    Proposer   proposes K candidate answers for a ProposalContext (the prompt and the state it was rendered from)
+    Evaluator  judges a round of answers (agent.harness behind it, locally or on a pool of GPUs)
+    Profiler   profiles a new best with ncu (None where it cannot)
+    Progress   shows what the loop does (a terminal, JSON lines, nothing)
+    RunStore   the store as the loop uses it (agent.store.Store)
+
+agent.wiring.build_parts() builds the first three for a run; tests pass their own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from pydantic import Field
+
+from agent.schema import Answer, Candidate, EvalResult, Model, Profile, Stage, Usage
+from agent.store.records import IterationRecord, ResumeState, RunStatus
+
+
+class ProposalContext(Model):
+    """What every proposer gets: the prompt, and the state it was rendered from (an LLM reads the prompt; the
+    offline proposer reads the state)."""
+
+    prompt: str
+    k: int = Field(ge=1, description="how many answers to propose")
+    stage: str
+    code: str = Field(default="", description="the current best's code (the prompt's [CURRENT CODE])")
+    profile: Profile | None = Field(default=None, description="the current best's ncu profile")
+    results: list[EvalResult] = Field(default_factory=list, description="the last iteration's results")
+
+
+class Proposal(Model):
+    """A proposer's answers, and why it stops proposing, when it does (budget spent, replay exhausted): a normal end,
+    not an error. A failure (a bad key, a server gone) is raised as an agent.errors.UserError instead."""
+
+    answers: list[Answer] = Field(default_factory=list)
+    stop: str | None = None
+
+
+@runtime_checkable
+class Proposer(Protocol):
+    name: str
+
+    def propose(self, ctx: ProposalContext) -> Proposal: ...
+
+
+class Evaluator(Protocol):
+    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]: ...
+
+
+class Profiler(Protocol):
+    def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None: ...
+
+
+class Progress(Protocol):
+    def start_iteration(self, iteration: int, stage: str, reason: str) -> None: ...
+    def candidate_done(self, candidate: Candidate) -> None: ...
+    def new_best(self, candidate: Candidate) -> None: ...
+    def usage(self, usage: Usage) -> None: ...
+    def message(self, text: str) -> None: ...
+
+
+class RunStore(Protocol):
+    """The store as the loop uses it: what a run has done so far, and a record of everything it does."""
+
+    def resume_state(self, run_id: str) -> ResumeState: ...
+    def iterations(self, run_id: str) -> list[IterationRecord]: ...
+    def record_iteration(self, run_id: str, iteration: int, stage: str, prompt: str, reason: str,
+                         best_before: str | None) -> IterationRecord: ...
+    def end_iteration(self, run_id: str, iteration: int) -> None: ...
+    def candidate_id(self, run_id: str, iteration: int, index: int) -> str: ...
+    def record_candidate(self, c: Candidate) -> None: ...
+    def update_profile(self, candidate_id: str, profile: Profile) -> None: ...
+    def update_result(self, candidate_id: str, result: EvalResult) -> None: ...
+    def set_best(self, run_id: str, candidate_id: str) -> None: ...
+    def get_candidate(self, candidate_id: str) -> Candidate: ...
+    def candidates(self, run_id: str) -> list[Candidate]: ...
+    def finish_run(self, run_id: str, status: RunStatus = "finished") -> None: ...
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The loop's parts for one run, built in one place (agent.wiring.build_parts). `summary` is what the evaluator
+    has to say at the end (throughput on several GPUs), `close` what it must release."""
+
+    proposer: Proposer
+    evaluator: Evaluator
+    profiler: Profiler
+
+    def summary(self) -> str | None:
+        fn = getattr(self.evaluator, "summary", None)
+        return fn() if callable(fn) else None
+
+    def close(self) -> None:
+        for part in (self.proposer, self.evaluator):
+            fn = getattr(part, "close", None)
+            if callable(fn):
+                fn()

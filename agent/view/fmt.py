@@ -1,0 +1,61 @@
+"""Formatting shared by every renderable: verdict colours, times, speedups, tokens, money."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+VERDICT_STYLE = {
+    "correct": "bold green",
+    "incorrect": "yellow",
+    "timeout": "magenta",
+}
+
+
+# ---------------------------------------------------------------- formatting
+
+
+def verdict_text(verdict: str) -> Text:
+    return Text(str(verdict), style=VERDICT_STYLE.get(str(verdict), "red"))
+
+
+def fmt_ms(ms: float | None) -> str:
+    if ms is None:
+        return "–"
+    return f"{ms:.3f} ms" if ms < 10 else f"{ms:.1f} ms"
+
+
+def fmt_x(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2f}×"
+
+
+def fmt_pct(p: float | None) -> str:
+    return "–" if p is None else f"{p:.1f} %"
+
+
+def fmt_tokens(n: int) -> str:
+    return f"{n:,}" if n else "–"
+
+
+def fmt_cost(usd: float) -> str:
+    if not usd:
+        return "–"
+    return f"${usd:.4f}" if usd < 1 else f"${usd:.2f}"
+
+
+def fmt_value(v: float | int) -> str:
+    if isinstance(v, int) or float(v).is_integer():
+        return f"{int(v):,}"
+    return f"{v:.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
+
+
+def speedup_text(x: float | None) -> Text:
+    if x is None:
+        return Text("–", style="dim")
+    return Text(fmt_x(x), style="green" if x > 1.0 else "red" if x < 1.0 else "")
+
+
+# ---------------------------------------------------------------- tables and panels
+
+
+def sci(x: float | None) -> str:
+    return "–" if x is None else f"{x:.2e}"

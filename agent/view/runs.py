@@ -1,0 +1,216 @@
+"""Rich renderables for runs, candidates and evaluations. Builders return renderables and print nothing."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from agent.view.fmt import (
+    fmt_cost,
+    fmt_ms,
+    fmt_pct,
+    fmt_tokens,
+    fmt_value,
+    sci,
+    speedup_text,
+    verdict_text,
+)
+
+if TYPE_CHECKING:  # the store pulls in sqlite and pydantic models; the view only needs their shapes
+    from agent.schema import Candidate, EvalResult
+    from agent.store import LeaderRow, RunRecord
+
+
+def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", *, compact: bool = False) -> Table:
+    """Rank, candidate, run, stage, iteration, verdict, time, speedups, DRAM %, tokens, cost.
+
+    compact (narrow terminals): no run, iteration or tokens column (a candidate id holds run and iteration), ids
+    shortened to the run's random tag plus the candidate part ('3fa2-i3-c1', which `agent show` accepts), shorter
+    headers, cost only when something was spent.
+    """
+    full = not compact
+    spent = full or any(r.cost_usd for r in rows)
+    table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
+                  collapse_padding=compact)
+    columns = [("#", "#", True), ("candidate", "candidate", True), ("run", "", full), ("stage", "stage", True),
+               ("iter", "", full), ("verdict", "verdict", True), ("time", "time", True),
+               ("vs eager", "×eager", True), ("vs compile", "×compile", True), ("DRAM", "DRAM", True),
+               ("tokens", "", full), ("cost", "cost", spent)]
+    for name, short, shown in columns:
+        if shown:
+            table.add_column(name if full else short, justify="left" if name in ("candidate", "run", "stage", "verdict")
+                             else "right", no_wrap=name != "stage", overflow="fold" if name == "stage" else "ellipsis")
+    any_cpu = False
+    for r in rows:
+        cpu = r.meaningful is False
+        any_cpu |= cpu
+        cells: list[RenderableType] = [str(r.rank), Text(short_candidate_id(r.candidate, r.run) if compact
+                                                          else r.candidate)]
+        if full:
+            cells.append(Text(r.run))
+        cells += [
+            Text(r.stage), *([str(r.iteration)] if full else []), verdict_text(r.verdict),
+            Text(fmt_ms(r.candidate_ms) + ("*" if cpu else ""), style="dim" if cpu else ""),
+            speedup_text(r.speedup_vs_eager), speedup_text(r.speedup_vs_compile), fmt_pct(r.dram_pct),
+        ]
+        if full:
+            cells.append(fmt_tokens(r.tokens))
+        if spent:
+            cells.append(fmt_cost(r.cost_usd))
+        table.add_row(*cells)
+    if any_cpu:
+        table.caption = "* CPU-mode (TRITON_INTERPRET=1) timings: they say nothing about the GPU"
+        table.caption_justify = "left"
+    return table
+
+
+def leaderboard_fitting(rows: list[LeaderRow], console: Console, title: str | None = "Leaderboard") -> Table:
+    """The full leaderboard where it fits the console, else its compact form."""
+    from rich.measure import Measurement
+
+    table = leaderboard_table(rows, title)
+    if Measurement.get(console, console.options.update_width(100_000), table).maximum <= console.width:
+        return table
+    return leaderboard_table(rows, title, compact=True)
+
+
+def short_candidate_id(candidate: str, run: str) -> str:
+    """'20261123-081502-3fa2-i3-c1' -> '3fa2-i3-c1': the run's random tag and the candidate part."""
+    if candidate.startswith(run + "-"):
+        return run.rsplit("-", 1)[-1] + candidate[len(run):]
+    return candidate
+
+
+def candidate_view(c: Candidate, *, prompt: bool = True, response: bool = True) -> RenderableType:
+    """Everything `agent show` prints: header, verdict and message, checks, timing, metrics, code, prompt, response."""
+    r = c.result
+    header = Table.grid(padding=(0, 2))
+    header.add_column(style="bold")
+    header.add_column()
+    header.add_row("candidate", Text(c.id))
+    header.add_row("run", Text(f"{c.run_id}  iteration {c.iteration}  #{c.index}  stage {c.stage}"))
+    header.add_row("verdict", verdict_text(r.verdict))
+    if c.answer is not None:
+        u = c.answer.usage
+        header.add_row("model", Text(f"{c.answer.model}  {fmt_tokens(u.prompt_tokens + u.completion_tokens)} tokens"
+                                f"  {fmt_cost(u.cost_usd)}  {c.answer.latency_s:.1f} s"))
+    header.add_row("evaluated", f"on {r.device} in {r.duration_s:.1f} s, {_when(c.created_at)}")
+    parts: list[RenderableType] = [header]
+    if r.message:
+        parts.append(Panel(Text(r.message), title="message", title_align="left",
+                           border_style="green" if r.verdict == "correct" else "red"))
+    if r.checks:
+        parts.append(checks_table(r))
+    if r.timing is not None:
+        parts.append(timing_table(r))
+    if c.profile is not None and c.profile.kernels:
+        parts.append(metrics_table(c))
+    if c.code:
+        parts.append(Panel(Syntax(c.code, "python", line_numbers=True, word_wrap=True), title="code",
+                           title_align="left"))
+    if prompt and c.prompt:
+        parts.append(Panel(Text(c.prompt), title="prompt", title_align="left", border_style="dim"))
+    if response and c.answer is not None and c.answer.text:
+        parts.append(Panel(Text(c.answer.text), title="response", title_align="left", border_style="dim"))
+    return Group(*parts)
+
+
+def checks_table(result: EvalResult) -> Table:
+    t = Table(title="checks", title_justify="left", header_style="bold")
+    for col in ("size", "distribution", "shapes", "error", "eager error", "tolerance", "ok", "note"):
+        t.add_column(col, justify="right" if col in ("error", "eager error", "tolerance") else "left")
+    for ch in result.checks:
+        t.add_row(ch.size, ch.distribution, " ".join("×".join(map(str, s)) for s in ch.shapes),
+                  sci(ch.error), sci(ch.eager_error), sci(ch.tolerance),
+                  Text("pass", style="green") if ch.passed else Text("FAIL", style="bold red"), ch.note)
+    return t
+
+
+def timing_table(result: EvalResult) -> Table:
+    tm = result.timing
+    assert tm is not None
+    t = Table(title="timing" + ("" if tm.meaningful else " (CPU mode: not meaningful)"), title_justify="left",
+              header_style="bold")
+    for col in ("", "median", "spread", "speedup"):
+        t.add_column(col, justify="left" if not col else "right")
+    t.add_row("candidate", fmt_ms(tm.candidate_ms), fmt_pct(tm.candidate_spread_pct), "")
+    if tm.eager_ms is not None:
+        t.add_row("eager", fmt_ms(tm.eager_ms), fmt_pct(tm.eager_spread_pct), speedup_text(tm.speedup_vs_eager))
+    if tm.compile_ms is not None:
+        t.add_row("torch.compile", fmt_ms(tm.compile_ms), fmt_pct(tm.compile_spread_pct),
+                  speedup_text(tm.speedup_vs_compile))
+    if tm.wall_ms is not None:
+        t.add_row("wall clock", fmt_ms(tm.wall_ms), "", "")
+    t.caption = f"{tm.repeats} repeats" + (f"; {tm.note}" if tm.note else "")
+    return t
+
+
+def metrics_table(c: Candidate) -> RenderableType:
+    p = c.profile
+    assert p is not None
+    kernels = list(p.kernels.values())
+    t = Table(title=f"ncu metrics ({p.metric_set} set{', ' + p.gpu if p.gpu else ''})", title_justify="left",
+              header_style="bold")
+    t.add_column("metric")
+    for k in kernels:
+        t.add_column(k.name + (f" ×{k.launches}" if k.launches > 1 else ""), justify="right", overflow="fold")
+    names: list[str] = []
+    for k in kernels:
+        names += [m for m in k.metrics if m not in names]
+    for m in names:
+        t.add_row(m, *(fmt_value(k.metrics[m]) if m in k.metrics else "–" for k in kernels))
+    parts: list[RenderableType] = [t]
+    if p.bottleneck is not None:
+        parts.append(Text.assemble(("bottleneck: ", "bold"), (p.bottleneck.kind, "cyan"), f"  {p.bottleneck.reason}"))
+    if p.report is not None:
+        parts.append(Text(f"report: {p.report}", style="dim"))
+    return Group(*parts)
+
+
+def run_summary(run: RunRecord, top: list[LeaderRow] | None = None) -> RenderableType:
+    """A run at a glance: config, status, spend, best; then its leaderboard top."""
+    status_style = {"finished": "green", "running": "cyan", "interrupted": "yellow"}.get(run.status, "red")
+    g = Table.grid(padding=(0, 2))
+    g.add_column(style="bold")
+    g.add_column()
+    cfg = run.config
+    g.add_row("run", run.id)
+    g.add_row("status", Text(run.status, style=status_style))
+    g.add_row("problem", f"{cfg.problem}  stage {cfg.stage}  on {run.gpu} ({run.device})")
+    g.add_row("proposer", f"{cfg.llm}" + (f" ({cfg.model})" if cfg.llm.startswith("openai") else ""))
+    g.add_row("iterations", f"{run.iterations} of {cfg.iterations}, {run.candidates} candidates")
+    u = run.usage
+    g.add_row("usage", f"{fmt_tokens(u.prompt_tokens + u.completion_tokens)} tokens, {fmt_cost(u.cost_usd)}"
+                       + (f" of ${cfg.budget_usd:.2f}" if cfg.budget_usd is not None else ""))
+    g.add_row("best", run.best or "–")
+    parts: list[RenderableType] = [g]
+    if top:
+        parts.append(leaderboard_table(top, title=None))
+    return Panel(Group(*parts), title="run", title_align="left")
+
+
+def _when(t: datetime) -> str:
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def eval_view(result: EvalResult, problem: str, stage: str) -> RenderableType:
+    """`agent eval`: the verdict, its message, the checks and the timing of one answer."""
+    parts: list[RenderableType] = [
+        Text.assemble(verdict_text(result.verdict.value), f"  {problem} · {stage} · {result.device} · "
+                      f"{result.duration_s:.1f} s"),
+        Text(result.message),
+    ]
+    if result.kernels:
+        parts.append(Text.assemble(("kernels: ", "dim"), ", ".join(result.kernels)))
+    if result.checks:
+        parts.append(checks_table(result))
+    if result.timing:
+        parts.append(timing_table(result))
+    return Group(*parts)
