@@ -30,7 +30,8 @@ def timing_doubt(timing: Timing, profile: Profile | None) -> str | None:
     if profile is None or not timing.meaningful:
         return None
     floor = kernels_ms(profile)
-    if floor is None or timing.candidate_ms >= BAND * floor:
+    device_ms = timing.device_ms if timing.device_ms is not None else timing.candidate_ms  # ncu's clock is the GPU's
+    if floor is None or device_ms >= BAND * floor:
         return None
-    return (f"timing not reproducible: the harness measured {timing.candidate_ms:.4f} ms per call, but the "
+    return (f"timing not reproducible: the harness measured {device_ms:.4f} ms of GPU time per call, but the "
             f"candidate's own kernels take {floor:.4f} ms under ncu for one call [timing]")

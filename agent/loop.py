@@ -7,25 +7,29 @@ It receives its parts (built by agent.wiring) and reads top to bottom; every dec
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.crosscheck import timing_doubt
 from agent.errors import UserError
+from agent.hostbound import bottleneck
 from agent.ncu.metadata import meta
 from agent.problems import starting_code
 from agent.prompts import PromptInput, render
-from agent.protocols import Parts, Profiler, Progress, ProposalContext, RunStore
+from agent.protocols import Parts, Progress, ProposalContext, RunStore
 from agent.schema import (
     Answer,
     Candidate,
     EvalResult,
     Feedback,
     GPUSpec,
+    Objective,
     ProblemSpec,
     Profile,
     RunConfig,
     Stage,
+    Timing,
     Usage,
     Verdict,
 )
@@ -43,9 +47,11 @@ class Best(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     candidate: str
     code: str
-    ms: float
+    ms: float = Field(description="on the run's objective clock")
     spread_pct: float
     profile: Profile | None = None
+    timing: Timing | None = Field(default=None, description="both clocks, for the prompt and --stage auto")
+    objective: Objective = "latency"
 
 
 class Outcome(BaseModel):
@@ -60,8 +66,9 @@ class Outcome(BaseModel):
 def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, parts: Parts, store: RunStore,
         progress: Progress) -> Outcome:
     """Run (or resume) `run_id` until iterations, budget, patience or the stage ladder run out."""
+    ctx = _Ctx(run_id=run_id, objective=config.objective, parts=parts, store=store, progress=progress)
     state = store.resume_state(run_id)
-    best = best_from_store(store, state.best)
+    best = best_from_store(store, state.best, config.objective)
     usage = state.usage
     stage_name, reason = state.stage or _first_stage(config), "resumed" if state.stage else "requested"
     # A resumed run's next prompt carries the same feedback it would have had without the interruption.
@@ -76,13 +83,13 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             stage = get_stage(stage_name)
             progress.start_iteration(0, stage.name, "starting kernel")
             store.record_iteration(run_id, 0, stage.name, "", "starting kernel", None)
-            _, best = _judge(run_id, 0, stage, "", [Answer(text=start, model="start")], parts, store, progress, best)
+            _, best = _judge(ctx, 0, stage, "", [Answer(text=start, model="start")], best)
         state.last_iteration = 0
     done = state.last_iteration
 
     for iteration in range(state.last_iteration + 1, config.iterations + 1):
         if config.stage == "auto":
-            chosen, reason = choose_stage(stage_name, visited, best, stale, config.patience)
+            chosen, reason = choose_stage(stage_name, visited, best, stale, config.patience, config.objective)
             if chosen is None:
                 stop = reason
                 break
@@ -95,10 +102,10 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
         progress.start_iteration(iteration, stage.name, reason)
         store.record_iteration(run_id, iteration, stage.name, prompt, reason, best.candidate if best else None)
 
-        ctx = ProposalContext(prompt=prompt, k=config.samples, stage=stage.name, code=best.code if best else "",
-                              profile=best.profile if best else None, results=last_results)
+        asked = ProposalContext(prompt=prompt, k=config.samples, stage=stage.name, code=best.code if best else "",
+                                profile=best.profile if best else None, results=last_results)
         try:
-            proposal = parts.proposer.propose(ctx)
+            proposal = parts.proposer.propose(asked)
         except UserError as e:  # bad key, server gone: stop cleanly, keep what we have, and say it failed
             stop, error = e.message, e.message
             break
@@ -110,7 +117,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             usage = usage + a.usage
         progress.usage(usage)
 
-        last_results, new = _judge(run_id, iteration, stage, prompt, answers, parts, store, progress, best)
+        last_results, new = _judge(ctx, iteration, stage, prompt, answers, best)
         stale = 0 if new is not best else stale + 1
         best = new
         done = iteration
@@ -125,17 +132,28 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
     return Outcome(run_id=run_id, best=best, stop_reason=stop, error=error, iterations=done, usage=usage)
 
 
-def _judge(run_id: str, iteration: int, stage: Stage, prompt: str, answers: list[Answer], parts: Parts,
-           store: RunStore, progress: Progress, best: Best | None) -> tuple[list[EvalResult], Best | None]:
+@dataclass(frozen=True)
+class _Ctx:
+    """What every step of one run shares."""
+
+    run_id: str
+    objective: Objective
+    parts: Parts
+    store: RunStore
+    progress: Progress
+
+
+def _judge(ctx: _Ctx, iteration: int, stage: Stage, prompt: str, answers: list[Answer],
+           best: Best | None) -> tuple[list[EvalResult], Best | None]:
     """Evaluate a round's answers, record every candidate, profile a new best; the iteration ends recorded."""
-    results = parts.evaluator.evaluate([a.text for a in answers], stage)
+    results = ctx.parts.evaluator.evaluate([a.text for a in answers], stage)
     recorded = []
     for index, (answer, result) in enumerate(zip(answers, results), start=int(iteration > 0)):
-        cand = _record(store, run_id, iteration, index, stage.name, prompt, answer, result)
-        progress.candidate_done(cand)
+        cand = _record(ctx.store, ctx.run_id, iteration, index, stage.name, prompt, answer, result)
+        ctx.progress.candidate_done(cand)
         recorded.append(cand)
-    best = _best_of_round(recorded, best, parts.profiler, stage, store, progress)
-    store.end_iteration(run_id, iteration)
+    best = _best_of_round(ctx, recorded, best, stage)
+    ctx.store.end_iteration(ctx.run_id, iteration)
     return results, best
 
 
@@ -147,20 +165,23 @@ NEXT_FOR = {  # what a converged stage's bottleneck calls for next, with why
     "launch-bound": ("tuning", "kernels so short that launch and meta-parameters dominate"),
     "memory-bound": ("memory-access", "bandwidth-bound: make every byte count"),
     "compute-bound": ("algebraic", "arithmetic-bound: eliminate work"),
+    "host-bound": ("host-overhead", "the GPU waits for Python: fewer launches and less host work per call"),
 }
 
 
-def choose_stage(current: str, visited: set[str], best: Best | None, stale: int, patience: int) -> tuple[str | None, str]:
-    """Next stage for --stage auto: stay while a stage improves; once it stalls, follow the bottleneck."""
+def choose_stage(current: str, visited: set[str], best: Best | None, stale: int, patience: int,
+                 objective: Objective = "latency") -> tuple[str | None, str]:
+    """Next stage for --stage auto: stay while a stage improves; once it stalls, follow the bottleneck (host-bound,
+    from the two clocks, first when the run optimizes latency)."""
     if best is None:
         return "correctness", "no correct kernel yet"
     if current != "correctness" and stale < patience:
         return current, f"improving on {current}" if stale == 0 else f"{stale}/{patience} iterations without gain"
-    ladder = [s.name for s in load_stages()]
-    open_stages = [s for s in ladder if s not in visited and s != "correctness"]
+    b = bottleneck(best.profile, best.timing, objective)
+    open_stages = [s.name for s in load_stages() if s.name not in visited and s.name != "correctness"
+                   and (s.entered_for is None or (b is not None and b.kind == s.entered_for))]
     if not open_stages:
         return None, f"stage ladder exhausted (last: {current})"
-    b = best.profile.bottleneck if best.profile else None
     if b is None:
         return open_stages[0], f"{current} stalled; no profile to classify, next on the ladder"
     wanted, why = NEXT_FOR.get(b.kind, (open_stages[0], "unclassified"))
@@ -175,26 +196,28 @@ def _first_stage(config: RunConfig) -> str:
     return "memory-fusion" if config.stage == "auto" else config.stage
 
 
-def _faster(result: EvalResult, best: Best | None) -> bool:
+def _faster(result: EvalResult, best: Best | None, objective: Objective) -> bool:
+    """Correct, timed, and faster than the best on the run's clock by more than both spreads (and MIN_GAIN)."""
     if result.verdict != Verdict.CORRECT or result.timing is None:
         return False
     if best is None:
         return True
-    t = result.timing
-    noise = max(MIN_GAIN, (t.candidate_spread_pct + best.spread_pct) / 200)
-    return t.candidate_ms < best.ms * (1 - noise)
+    ms, spread = result.timing.clock(objective)
+    noise = max(MIN_GAIN, (spread + best.spread_pct) / 200)
+    return ms < best.ms * (1 - noise)
 
 
-def _best_of_round(cands: list[Candidate], best: Best | None, profiler: Profiler, stage: Stage, store: RunStore,
-                   progress: Progress) -> Best | None:
+def _best_of_round(ctx: _Ctx, cands: list[Candidate], best: Best | None, stage: Stage) -> Best | None:
     """The round's fastest correct candidate, profiled, if it beats `best` beyond noise; else `best` unchanged.
 
     Only that one is profiled (an ncu run costs more than evaluating the whole round), unless ncu finds its
     timing impossible (agent.crosscheck): it is then rejected and the next fastest profiled instead.
     """
-    faster = sorted((c for c in cands if _faster(c.result, best)), key=_timed_ms)
+    store, progress = ctx.store, ctx.progress
+    faster = sorted((c for c in cands if _faster(c.result, best, ctx.objective)),
+                    key=lambda c: c.result.timing.clock(ctx.objective)[0] if c.result.timing else float("inf"))
     for cand in faster[:3]:
-        profile = profiler.profile(cand.code or "", stage, cand.id)
+        profile = ctx.parts.profiler.profile(cand.code or "", stage, cand.id)
         if profile is not None:
             store.update_profile(cand.id, profile)
             cand = cand.model_copy(update={"profile": profile})
@@ -211,13 +234,9 @@ def _best_of_round(cands: list[Candidate], best: Best | None, profiler: Profiler
         return best
     store.set_best(cand.run_id, cand.id)
     progress.new_best(cand)
-    t = timing
-    return Best(candidate=cand.id, code=cand.code or "", ms=t.candidate_ms, spread_pct=t.candidate_spread_pct,
-                profile=profile)
-
-
-def _timed_ms(c: Candidate) -> float:
-    return c.result.timing.candidate_ms if c.result.timing else float("inf")
+    ms, spread = timing.clock(ctx.objective)
+    return Best(candidate=cand.id, code=cand.code or "", ms=ms, spread_pct=spread, profile=profile, timing=timing,
+                objective=ctx.objective)
 
 
 def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Best | None,
@@ -227,6 +246,7 @@ def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Bes
         stage=stage, gpu=gpu, code=best.code if best else (starting_code(problem) or ""),
         metrics=best.profile.table() if best and best.profile else {},
         feedback=_feedback(last_results), reference=problem.path.read_text(),
+        timing=best.timing if best else None, objective=best.objective if best else "latency",
     ))
 
 
@@ -254,12 +274,13 @@ def round_results(store: RunStore, run_id: str, iteration: int) -> list[EvalResu
     return [c.result for c in sorted(latest, key=lambda c: c.index)]
 
 
-def best_from_store(store: RunStore, candidate_id: str | None) -> Best | None:
-    """The recorded candidate `candidate_id` as a current best (None if it has no timing)."""
+def best_from_store(store: RunStore, candidate_id: str | None, objective: Objective = "latency") -> Best | None:
+    """The recorded candidate `candidate_id` as a current best on `objective`'s clock (None if it has no timing)."""
     if not candidate_id:
         return None
     c = store.get_candidate(candidate_id)
     if c.result.timing is None:
         return None
-    return Best(candidate=c.id, code=c.code or "", ms=c.result.timing.candidate_ms,
-                spread_pct=c.result.timing.candidate_spread_pct, profile=c.profile)
+    ms, spread = c.result.timing.clock(objective)
+    return Best(candidate=c.id, code=c.code or "", ms=ms, spread_pct=spread, profile=c.profile,
+                timing=c.result.timing, objective=objective)

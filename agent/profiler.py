@@ -81,6 +81,7 @@ class ProfileRequest(Model):
     )
     warmup: int = Field(default=3, description="uncounted calls before the profiled one (JIT compile, autotune)")
     gpu_lock: Path | None = Field(default=None, description="the GPU's lock, where several workers share the GPU")
+    hide: list[Path] = Field(default_factory=list, description="directories the candidate must not see (the store)")
 
 
 def find_ncu() -> Path | None:
@@ -149,7 +150,7 @@ def profile(req: ProfileRequest) -> Profile:
             ensure(req.gpu_lock)
         res = run_sandboxed(argv, workdir=workdir, timeout_s=req.timeout_s, env=env,
                             memory_mb=settings().sandbox.memory_mb_gpu, output_limit_bytes=8 << 20,
-                            expose=[req.gpu_lock.parent] if req.gpu_lock else [])
+                            hide=req.hide, expose=[req.gpu_lock.parent] if req.gpu_lock else [])
         wall = time.monotonic() - started
         text = res.stdout + "\n" + res.stderr
         result = read_result(workdir / "result.json")
@@ -230,10 +231,11 @@ class NcuProfiler:
     ncu cannot run (CPU mode, no ncu, no permission), the reason shown through `on_error` and logged."""
 
     def __init__(self, problem: ProblemSpec, out: Callable[[str], Path], device: str,
-                 metric_set: Literal["stage", "full"] = "stage",
-                 timeout_s: float = 600.0, on_error: Callable[[str], None] | None = None) -> None:
+                 metric_set: Literal["stage", "full"] = "stage", timeout_s: float = 600.0,
+                 on_error: Callable[[str], None] | None = None, hide: list[Path] | None = None) -> None:
         self.problem, self.out, self.device, self.metric_set, self.timeout_s = problem, out, device, metric_set, timeout_s
         self.on_error = on_error or (lambda msg: None)
+        self.hide = hide or []
 
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
         if self.device != "cuda":
@@ -241,7 +243,7 @@ class NcuProfiler:
         try:
             return profile(ProfileRequest(code=code, problem=self.problem, stage=stage,
                                           metric_set=self.metric_set,
-                                          out=self.out(candidate_id), timeout_s=self.timeout_s))
+                                          out=self.out(candidate_id), timeout_s=self.timeout_s, hide=self.hide))
         except ProfileError as e:  # the loop goes on without metrics; the reason is shown and logged
             log.warning("profiling %s failed: %s", candidate_id, e)
             self.on_error(f"profiling {candidate_id} failed: {e}")

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.errors import UserError
-from agent.schema import Feedback, GPUSpec, MetricTable, Number, Stage
+from agent.schema import Feedback, GPUSpec, MetricTable, Number, Objective, Stage, Timing
 
 # What the [NCU PROFILING METRICS] block says when there is nothing to show (CPU mode has no ncu; a kernel that
 # was never profiled has no report). Stated plainly so that an LLM reasons from the code instead of inventing numbers.
@@ -36,6 +36,8 @@ class PromptInput(BaseModel):
     metrics: MetricTable = Field(default_factory=dict)
     feedback: list[Feedback] = Field(default_factory=list)
     reference: str | None = Field(default=None, description="the problem file's source (the PyTorch Model)")
+    timing: Timing | None = Field(default=None, description="the current code's two clocks ([TIMING], GPU only)")
+    objective: Objective = "latency"
 
 
 def templates_dir() -> Path:
@@ -152,4 +154,26 @@ def render(inp: PromptInput) -> str:
         feedback=feedback,
         reference=_with_newline(inp.reference) if inp.reference and inp.reference.strip() else None,
         absent=absent_triton_functions(),
+        timing_text=timing_text(inp.timing, inp.objective),
     )
+
+
+def timing_text(timing: Timing | None, objective: Objective) -> str:
+    """The [TIMING] block: both clocks of the current code, launches, and a host-bound verdict ("" on the CPU)."""
+    from agent.hostbound import host_bound
+
+    if timing is None or not timing.meaningful or timing.device_ms is None or timing.latency_ms is None:
+        return ""
+    lines = [
+        f"GPU time per forward: {timing.device_ms:.4f} ms (CUDA events, calls queued back to back)",
+        f"Latency per call: {timing.latency_ms:.4f} ms (one synchronized call from an idle GPU, Python included)",
+    ]
+    if timing.launches is not None:
+        lines.append(f"Kernel launches per forward: {timing.launches}")
+    lines.append(f"Optimized clock: {'latency per call' if objective == 'latency' else 'GPU time'}")
+    host = host_bound(timing)
+    if host is not None:
+        lines.append(f"Host-bound: the call takes {timing.latency_ms / timing.device_ms:.1f}x its GPU time; "
+                     f"{host.figures['host_us']:.0f} us go to issuing it from Python. Fewer launches and less "
+                     "host work per call pay more now than faster kernels.")
+    return "\n".join(lines)

@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Number = int | float
 # {kernel_name: {metric_name: value}}: the shape of the seed's [NCU PROFILING METRICS] block.
@@ -69,6 +69,7 @@ class Stage(Model):
     template: str = Field(description="template file name under prompts/")
     metrics: list[str] = Field(description="ncu metrics the prompt shows, in prompt order")
     rules: StageRules = Field(default_factory=StageRules)
+    entered_for: str | None = Field(default=None, description="--stage auto enters it only for this bottleneck kind")
 
 
 # ---------------------------------------------------------------- problems
@@ -155,21 +156,75 @@ class Check(Model):
     note: str = ""
 
 
-class Timing(Model):
-    """Medians over many repetitions; spread is (p80 - p20) / median, in percent."""
+Objective = Literal["device", "latency"]
+# What a leaderboard row, `--json` progress events and the store index carry of a Timing, in this order.
+CLOCK_KEYS = ("objective", "candidate_ms", "speedup_vs_eager", "speedup_vs_compile", "device_ms", "latency_ms",
+              "host_ms", "launches", "device_speedup_vs_eager", "latency_speedup_vs_eager", "device_speedup_vs_compile",
+              "latency_speedup_vs_compile")
 
+
+class Timing(Model):
+    """Two clocks, medians over many calls; spread is (p80 - p20) / median, in percent.
+
+    device:  CUDA events around calls queued back to back, each after an L2 flush: the GPU's time for a forward.
+    latency: one synchronized call from an idle GPU (after a flush), host dispatch included: what a caller of
+             forward waits. A host-bound candidate (launches and Python slower than its kernels) differs 2-4x.
+    candidate_ms, eager_ms, compile_ms and the speedups follow `objective`, the clock the run optimizes; the
+    clock-named fields are there whatever the objective.
+    """
+
+    objective: Objective = "device"
     candidate_ms: float
     candidate_spread_pct: float
-    wall_ms: float | None = Field(default=None, description="synchronized wall-clock per call, the cross-check")
+    device_ms: float | None = None
+    device_spread_pct: float | None = None
+    latency_ms: float | None = None
+    latency_spread_pct: float | None = None
+    host_ms: float | None = Field(default=None, description="host time to issue one call (until forward returns)")
+    launches: int | None = Field(default=None, description="Triton kernel launches per forward (most in a timed call)")
     eager_ms: float | None = None
     eager_spread_pct: float | None = None
+    eager_device_ms: float | None = None
+    eager_latency_ms: float | None = None
     compile_ms: float | None = None
     compile_spread_pct: float | None = None
+    compile_device_ms: float | None = None
+    compile_latency_ms: float | None = None
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
+    device_speedup_vs_eager: float | None = None
+    latency_speedup_vs_eager: float | None = None
+    device_speedup_vs_compile: float | None = None
+    latency_speedup_vs_compile: float | None = None
     repeats: int
     meaningful: bool = Field(description="False in CPU mode: interpreter timings say nothing about the GPU")
     note: str = ""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_clock_records(cls, data: Any) -> Any:
+        """Records from before the two clocks: their time was the device clock, `wall_ms` the latency cross-check."""
+        if isinstance(data, dict) and "device_ms" not in data and "candidate_ms" in data:
+            data = dict(data)
+            wall = data.pop("wall_ms", None)
+            data.setdefault("objective", "device")
+            data.update(device_ms=data["candidate_ms"], device_spread_pct=data.get("candidate_spread_pct"),
+                        latency_ms=wall, eager_device_ms=data.get("eager_ms"), compile_device_ms=data.get("compile_ms"),
+                        device_speedup_vs_eager=data.get("speedup_vs_eager"),
+                        device_speedup_vs_compile=data.get("speedup_vs_compile"))
+        return data
+
+    def keys(self) -> dict[str, Any]:
+        """The figures a leaderboard row or a progress event carries: the objective's, then each clock's."""
+        return {k: getattr(self, k) for k in CLOCK_KEYS}
+
+    def clock(self, objective: Objective) -> tuple[float, float]:
+        """(median ms, spread %) of the candidate on `objective`'s clock (the run's clock where it lacks one)."""
+        if objective == "latency" and self.latency_ms is not None:
+            return self.latency_ms, self.latency_spread_pct if self.latency_spread_pct is not None else 0.0
+        if objective == "device" and self.device_ms is not None:
+            return self.device_ms, self.device_spread_pct if self.device_spread_pct is not None else 0.0
+        return self.candidate_ms, self.candidate_spread_pct
 
 
 class EvalResult(Model):
@@ -181,6 +236,7 @@ class EvalResult(Model):
     code: str | None = Field(default=None, description="the extracted candidate source that was evaluated")
     device: str = "cpu"
     duration_s: float = 0.0
+    phases: dict[str, float] = Field(default_factory=dict, description="seconds per phase of the evaluation, in order")
 
 
 # ---------------------------------------------------------------- profiling
@@ -208,7 +264,7 @@ class KernelProfile(Model):
 
 
 class Bottleneck(Model):
-    kind: Literal["memory-bound", "compute-bound", "latency-bound", "launch-bound", "unknown"]
+    kind: Literal["memory-bound", "compute-bound", "latency-bound", "launch-bound", "host-bound", "unknown"]
     reason: str = Field(description="one line with the numbers that led to it")
     figures: dict[str, float] = Field(default_factory=dict)
 
@@ -244,7 +300,8 @@ class RunConfig(Model):
     budget_usd: float | None = None
     device: Literal["cuda", "cpu"] = "cuda"
     patience: int = 3
-    timeout_s: float = 180.0
+    timeout_s: float | None = Field(default=None, description="per-candidate limit; None: scaled to the problem")
+    objective: Objective = Field(default="latency", description="the clock the run optimizes (README: why latency)")
     seed: int = 0
     root: Path = Path(".")
 

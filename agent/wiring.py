@@ -157,7 +157,7 @@ def _requests(a: Assembly):  # -> agent.harness.evaluator.RoundRequests (importe
     from agent.harness.evaluator import RoundRequests
 
     c = a.config
-    return RoundRequests(problem=a.problem, device=c.device, timeout_s=c.timeout_s,
+    return RoundRequests(problem=a.problem, device=c.device, timeout_s=c.timeout_s, objective=c.objective,
                          cache_dir=a.store.root / "candidates" / ".cache", seed=c.seed, hide=[a.store.root],
                          bandwidth_gbs=local_bandwidth(c.device))
 
@@ -171,7 +171,8 @@ def _local(a: Assembly) -> tuple[Evaluator, Profiler]:
     from agent.harness.evaluator import LocalEvaluator
     from agent.profiler import NcuProfiler
 
-    return LocalEvaluator(_requests(a)), NcuProfiler(a.problem, _profile_path(a), a.config.device, on_error=a.say)
+    return LocalEvaluator(_requests(a)), NcuProfiler(a.problem, _profile_path(a), a.config.device, on_error=a.say,
+                                                     hide=[a.store.root])
 
 
 def _pool(a: Assembly) -> tuple[Evaluator, Profiler]:
@@ -180,7 +181,8 @@ def _pool(a: Assembly) -> tuple[Evaluator, Profiler]:
     pool = a.placement.pool()
     a.say(f"evaluating on {pool.describe()}")
     evaluator = ScaleEvaluator(pool, _requests(a), on_round=a.say)
-    return evaluator, ScaleProfiler(pool, a.problem, _profile_path(a), a.config.device, on_error=a.say)
+    return evaluator, ScaleProfiler(pool, a.problem, _profile_path(a), a.config.device, on_error=a.say,
+                                    hide=[a.store.root])
 
 
 EVALUATORS: dict[str, Callable[[Assembly], tuple[Evaluator, Profiler]]] = {

@@ -50,7 +50,7 @@ def test_gpus_lists_the_catalog_and_marks_the_target():
 
 def test_stages_lists_stage_focus_and_metrics():
     out = agent("stages").stdout.decode()
-    for name in ("correctness", "memory-fusion", "parallelism", "memory-access", "tuning", "algebraic"):
+    for name in ("correctness", "memory-fusion", "parallelism", "memory-access", "tuning", "algebraic", "host-overhead"):
         assert name in out
     assert "Memory pattern for fused operations." in out and "lts__t_sector_hit_rate.pct" in out
 

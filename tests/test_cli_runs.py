@@ -119,7 +119,8 @@ def test_leaderboard_table_shows_the_columns(root) -> None:
     path, ids = root
     r = agent("leaderboard", "--root", str(path))
     assert r.returncode == 0, r.stderr
-    for text in ("#", "candidate", "run", "stage", "verdict", "time", "vs eager", "vs compile", "DRAM", "tokens",
+    for text in ("#", "candidate", "run", "stage", "verdict", "device ◆", "latency", "launches", "vs eager",
+                 "vs compile", "DRAM", "tokens",
                  "cost", ids["fast"], ids["run_a"], "0.220 ms", "8.00×", "2.55×", "91.3 %", "3,300", "correct"):
         assert text in r.stdout, text
     assert ids["wrong"] not in r.stdout

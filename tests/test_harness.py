@@ -157,8 +157,33 @@ def test_cli_eval_prints_json_and_exits_0_whatever_the_verdict():
     assert out["verdict"] == "rule_violation" and "stream" in out["message"] and out["device"] == "cpu"
 
 
+@pytest.mark.slow
+def test_cli_eval_json_has_both_clocks_the_objective_and_where_the_time_went(tmp_path):
+    cache = tmp_path / "cache"
+    args = ("eval", str(CANDIDATES / "correct.py"), "--device", "cpu", "--json", "--cache-dir", str(cache))
+    r = agent(*args, "--objective", "device")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    t = out["timing"]
+    assert out["verdict"] == "correct" and t["objective"] == "device"
+    for key in ("device_ms", "latency_ms", "launches", "device_speedup_vs_eager", "latency_speedup_vs_eager",
+                "device_speedup_vs_compile", "latency_speedup_vs_compile", "host_ms"):
+        assert key in t
+    assert t["candidate_ms"] == t["device_ms"] and t["launches"] >= 1
+    assert list(out["phases"])[:4] == ["checks", "prepare", "start", "imports"] and out["phases"]["validate"] > 0
+    [entry] = (cache / "references").iterdir()  # the truths, kept for the next process
+    written = entry.stat().st_mtime
+
+    again = json.loads(agent(*args).stdout)  # the default objective, a second process: the truths come from disk
+    assert again["timing"]["objective"] == "latency" and again["verdict"] == "correct"
+    assert [p.name for p in (cache / "references").iterdir()] == [entry.name]
+    assert entry.stat().st_mtime > written  # used again (and so kept longest by the bound)
+
+
 def test_cli_usage_errors_exit_2():
     r = agent("eval", "does-not-exist.md", "--device", "cpu")
     assert r.returncode == 2 and "not found" in r.stderr
     r = agent("eval", str(CANDIDATES / "correct.py"), "--problem", "nope", "--device", "cpu")
     assert r.returncode == 2 and "unknown problem" in r.stderr
+    r = agent("eval", str(CANDIDATES / "correct.py"), "--objective", "wall", "--device", "cpu")
+    assert r.returncode == 2 and "invalid choice: 'wall'" in r.stderr

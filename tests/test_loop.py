@@ -430,7 +430,8 @@ def test_auto_stops_when_the_stage_ladder_is_exhausted(store):
     outcome = go(store, config, run_id, RecordingProposer([answer("slower")] * 20), evaluator, FixedProfiler(None))
 
     walked = [stage for i, stage in iteration_stages(store, run_id) if i >= 1]
-    assert walked == [s for s in ladder() if s != "correctness"]  # each stage once, in ladder order
+    # each stage once, in ladder order; host-overhead only for a host-bound best (these are not timed on a GPU)
+    assert walked == [s for s in ladder() if s not in ("correctness", "host-overhead")]
     assert outcome.stop_reason == "stage ladder exhausted (last: algebraic)"
     assert outcome.iterations == len(walked)
     assert all("no profile to classify" in it.reason for it in store.iterations(run_id)[2:])
@@ -450,6 +451,45 @@ def best(kind: str | None, dram_pct: float = 30.0) -> Best:
 def test_choose_stage_follows_the_bottleneck_once_a_stage_stalls(kind, dram, expected):
     chosen, reason = choose_stage("memory-fusion", {"memory-fusion"}, best(kind, dram), stale=2, patience=2)
     assert chosen == expected and reason.startswith(kind)
+
+
+def host_bound_best(kind: str = "memory-bound") -> Best:
+    t = Timing(objective="latency", candidate_ms=0.12, candidate_spread_pct=3.0, device_ms=0.047, latency_ms=0.12,
+               host_ms=0.09, launches=2, repeats=100, meaningful=True)
+    return best(kind, 40.0).model_copy(update={"timing": t})
+
+
+def test_a_host_bound_best_goes_to_host_overhead_when_the_run_optimizes_latency():
+    chosen, reason = choose_stage("algebraic", {"memory-fusion", "algebraic"}, host_bound_best(), stale=2, patience=2,
+                                  objective="latency")
+    assert chosen == "host-overhead"
+    assert reason.startswith("host-bound: 0.120 ms per call vs 0.047 ms on the GPU (2.6x; 90 us")
+
+
+def test_on_the_device_clock_host_time_does_not_count_and_ncu_decides():
+    chosen, reason = choose_stage("algebraic", {"memory-fusion", "algebraic"}, host_bound_best(), stale=2, patience=2,
+                                  objective="device")
+    assert chosen == "memory-access" and reason.startswith("memory-bound")
+
+
+def test_the_prompt_shows_both_clocks_and_says_host_bound():
+    b = host_bound_best()
+    prompt = loop.iteration_prompt(ladder_stage("host-overhead"), GPU, PROBLEM, b, [])
+    block = prompt.split("[TIMING]\n", 1)[1].split("\n\n", 1)[0]
+    assert block.splitlines()[:4] == [
+        "GPU time per forward: 0.0470 ms (CUDA events, calls queued back to back)",
+        "Latency per call: 0.1200 ms (one synchronized call from an idle GPU, Python included)",
+        "Kernel launches per forward: 2", "Optimized clock: latency per call"]
+    assert "Host-bound: the call takes 2.6x its GPU time; 90 us go to issuing it from Python" in block
+    # CPU-mode timings say nothing of the two clocks: no block at all
+    cpu = b.model_copy(update={"timing": b.timing.model_copy(update={"meaningful": False})})
+    assert "[TIMING]" not in loop.iteration_prompt(ladder_stage("memory-fusion"), GPU, PROBLEM, cpu, [])
+
+
+def ladder_stage(name: str) -> Stage:
+    from agent.stages import get_stage
+
+    return get_stage(name)
 
 
 def test_choose_stage_without_a_correct_kernel_asks_for_correctness():

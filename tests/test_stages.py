@@ -24,7 +24,8 @@ SEED_METRICS = [
 
 
 def test_ladder_order():
-    assert ladder() == ("correctness", "memory-fusion", "parallelism", "memory-access", "tuning", "algebraic")
+    assert ladder() == ("correctness", "memory-fusion", "parallelism", "memory-access", "tuning", "algebraic",
+                        "host-overhead")
     assert [s.name for s in load_stages()] == list(ladder())
 
 

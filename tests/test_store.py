@@ -339,9 +339,9 @@ def test_migrations_are_applied_once(tmp_path: Path) -> None:
     with Store(tmp_path) as s:
         new_run(s)
         versions = [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")]
-    assert versions == [1]
+    assert versions == [1, 2]
     with Store(tmp_path) as s:  # reopening applies nothing again and keeps the data
-        assert [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")] == [1]
+        assert [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")] == [1, 2]
         assert apply_migrations(s.db) == []
         assert len(s.list_runs()) == 1
 
@@ -360,6 +360,38 @@ def test_a_new_migration_is_applied_once_and_a_failing_one_not_at_all(tmp_path: 
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert "c" not in tables  # rolled back as a whole
     assert [r[0] for r in conn.execute("SELECT version FROM schema_migrations")] == [1, 2]
+
+
+def test_an_index_from_before_the_two_clocks_reads_its_times_as_device_time(tmp_path: Path) -> None:
+    from agent.store.migrations import packaged_migrations
+
+    with Store(tmp_path) as s:
+        run = new_run(s)
+        candidate(s, run, 1, 1, result(ms=2.0))
+    # roll the index back to migration 1 with that row, as an older version of the agent left it
+    db = sqlite3.connect(tmp_path / "candidates" / "index.sqlite", isolation_level=None)
+    cols = [r[1] for r in db.execute("PRAGMA table_info(candidates)")]
+    for col in cols[cols.index("objective"):]:
+        db.execute(f"ALTER TABLE candidates DROP COLUMN {col}")
+    db.execute("DELETE FROM schema_migrations WHERE version = 2")
+    db.close()
+    assert [v for v, _, _ in packaged_migrations()][:2] == [1, 2]
+    with Store(tmp_path) as s:
+        [row] = s.leaderboard()
+        assert (row.objective, row.device_ms, row.device_speedup_vs_eager) == ("device", 2.0, EAGER_MS / 2.0)
+        assert row.latency_ms is None
+
+
+def test_leaderboard_rows_carry_both_clocks_and_launches(store: Store) -> None:
+    run = new_run(store)
+    t = Timing(objective="latency", candidate_ms=0.12, candidate_spread_pct=2.0, device_ms=0.05, latency_ms=0.12,
+               host_ms=0.09, launches=2, eager_ms=1.8, speedup_vs_eager=15.0, device_speedup_vs_eager=35.0,
+               latency_speedup_vs_eager=15.0, repeats=100, meaningful=True)
+    candidate(store, run, 1, 1, result().model_copy(update={"timing": t}))
+    [row] = store.leaderboard()
+    assert (row.objective, row.candidate_ms, row.device_ms, row.latency_ms, row.launches) == ("latency", 0.12, 0.05,
+                                                                                               0.12, 2)
+    assert (row.device_speedup_vs_eager, row.latency_speedup_vs_eager, row.speedup_vs_eager) == (35.0, 15.0, 15.0)
 
 
 def test_the_index_is_wal(store: Store) -> None:

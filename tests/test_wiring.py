@@ -131,8 +131,9 @@ def test_the_local_placement_builds_the_harness_evaluator_and_the_ncu_profiler(t
         assert isinstance(parts, Parts)
         assert isinstance(parts.evaluator, LocalEvaluator) and isinstance(parts.profiler, NcuProfiler)
         assert parts.proposer.name == "offline"
-        # candidates never see the store
-        assert store.root in parts.evaluator.requests.hide
+        # candidates never see the store, whether evaluated or profiled
+        assert store.root in parts.evaluator.requests.hide and store.root in parts.profiler.hide
+        assert parts.evaluator.requests.cache_dir == store.root / "candidates" / ".cache"
 
 
 def test_llm_choices_lists_every_registered_proposer_once():

@@ -20,10 +20,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu", default="auto", metavar="NAME", help="target GPU label (timing always uses the local GPU)")
     p.add_argument("--device", choices=["cuda", "cpu"], default=None,
                    help="where to run (default: cuda when available, else cpu with TRITON_INTERPRET=1)")
-    p.add_argument("--timeout", type=float, default=None, metavar="S", help="wall-clock limit for the candidate (s)")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="wall-clock limit for the candidate (default: scaled to the problem's eager time on a GPU)")
+    p.add_argument("--objective", choices=["latency", "device"], default="latency",
+                   help="the clock of the plain time and speedups (both clocks are always shown)")
     p.add_argument("--no-timing", action="store_true", help="validate only")
     p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
-                   help="where baseline timings are cached (default: $XDG_CACHE_HOME/agent or ~/.cache/agent)")
+                   help="where truths and baselines are kept across runs (default: $XDG_CACHE_HOME/agent or "
+                        "~/.cache/agent)")
     p.add_argument("--json", action="store_true", help="print the EvalResult as one JSON object")
     p.set_defaults(func=handle)
 
@@ -57,7 +61,7 @@ def handle(args: argparse.Namespace) -> int:
 
     req = EvalRequest(source=source, problem=problem, stage=stage, device=device, time_it=not args.no_timing,
                       cache_dir=args.cache_dir or _cache_dir(), bandwidth_gbs=local_bandwidth(device),
-                      **({"timeout_s": args.timeout} if args.timeout else {}))
+                      timeout_s=args.timeout, objective=args.objective)
     result = evaluate(req)
     if args.json:
         print(json.dumps(result.model_dump(mode="json")))

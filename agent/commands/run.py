@@ -28,7 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="cuda, or cpu (TRITON_INTERPRET=1, reduced sizes); default: cuda when available")
     p.add_argument("--patience", type=int, default=3, metavar="N", help="stop (or, with auto, move on) after N "
                    "iterations without improvement")
-    p.add_argument("--timeout", type=float, default=180.0, metavar="S", help="per-candidate wall-clock limit")
+    p.add_argument("--timeout", type=float, default=None, metavar="S",
+                   help="per-candidate wall-clock limit (default: scaled to the problem's eager time on a GPU)")
+    p.add_argument("--objective", choices=["latency", "device"], default="latency",
+                   help="the clock candidates are ranked by: latency (a synchronized call, host included; default) "
+                        "or device (GPU time of calls queued back to back)")
     p.add_argument("--seed", type=int, default=0, help="seed for weights and validation inputs")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run")
     p.add_argument("--root", type=Path, default=Path("."), metavar="DIR",
@@ -50,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
 
     _positive(args.iterations, "--iterations", zero_ok=True)
     _positive(args.samples, "--samples")
+    if args.timeout is not None and not args.timeout > 0:
+        raise UserError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
     a = _assembly(args)
     # The proposer is built before the run is created or reopened: a missing key leaves no empty run behind.
     calls = wiring.CallLog(a.store, a.run_id)
@@ -113,7 +119,7 @@ def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
         config = RunConfig(problem=args.problem, stage=args.stage, gpu=args.gpu, iterations=args.iterations,
                            samples=args.samples, llm=args.llm or wiring.default_llm(), model=args.model,
                            budget_usd=args.budget_usd, device=device, patience=args.patience,
-                           timeout_s=args.timeout, seed=args.seed, root=args.root)
+                           timeout_s=args.timeout, objective=args.objective, seed=args.seed, root=args.root)
     wiring.check_llm(config.llm, store)  # a bad --llm is one line, before any other output
     return wiring.Assembly(config=config, problem=load_problem(config.problem), gpu=resolve_gpu(config.gpu),
                            store=store, placement=placement(args.gpus, args.cluster, config.device), run_id=run_id,

@@ -17,6 +17,7 @@ from agent.harness.workerio import (
     Gpu,
     Stop,
     describe_error,
+    mark,
     problem_modules,
     sync,
     timed_base,
@@ -69,13 +70,17 @@ def evaluate(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
     result.phase = "build"
     gpu.take("shared", result, job)  # everything before (interpreter, torch, triton imports) overlaps others' timing
     session.prepare()
+    mark(result, "ready")
     model_new = session.import_model_new()
+    mark(result, "imported")
     timed = session.validate(model_new)
+    mark(result, "validated")
     if job.plan is not None and timed is not None:
         result.phase = "timing"
         gpu.take("exclusive", result, job)
         write_result(result, job)  # validation outputs are safe even if timing crashes or hangs
         session.time(*timed)
+        mark(result, "timed")
 
 
 class _Session:
@@ -143,6 +148,8 @@ class _Session:
                 buffers: dict[int, list[Any]] = {}
                 for trial in job.trials:
                     self._trial(trial, p, model_new, models, buffers)
+                    if "first" not in result.marks:  # the first call compiles the kernels (and autotunes)
+                        mark(result, "first")
                     if timed is None and trial.size == 0:
                         timed = (models[0], buffers[0])
                 p += 1

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from agent.harness.job import round_seed
 from agent.harness.pipeline import EvalRequest, Shared, evaluate_many
-from agent.schema import EvalResult, Model, ProblemSpec, Stage
+from agent.schema import EvalResult, Model, Objective, ProblemSpec, Stage
 
 
 class RoundRequests(Model):
@@ -21,7 +21,8 @@ class RoundRequests(Model):
 
     problem: ProblemSpec
     device: Literal["cuda", "cpu"]
-    timeout_s: float
+    timeout_s: float | None = Field(default=None, description="per-candidate limit; None: scaled (harness.limit)")
+    objective: Objective = "latency"
     cache_dir: Path | None = None
     seed: int = 0
     hide: list[Path] = Field(default_factory=list, description="directories candidates must not see (the store)")
@@ -31,8 +32,9 @@ class RoundRequests(Model):
     def for_round(self, sources: list[str], stage: Stage, round_: int) -> list[EvalRequest]:
         """A fresh seed per round: every round draws new inputs; the candidates of one round share the truth."""
         return [EvalRequest(source=s, problem=self.problem, stage=stage, device=self.device, timeout_s=self.timeout_s,
-                            cache_dir=self.cache_dir, seed=round_seed(self.seed, round_), hide=self.hide,
-                            bandwidth_gbs=self.bandwidth_gbs, gpu_lock=self.gpu_lock) for s in sources]
+                            objective=self.objective, cache_dir=self.cache_dir, seed=round_seed(self.seed, round_),
+                            hide=self.hide, bandwidth_gbs=self.bandwidth_gbs, gpu_lock=self.gpu_lock)
+                for s in sources]
 
 
 class LocalEvaluator:

@@ -48,10 +48,12 @@ class TrialSpec(Model):
 
 class TimingPlan(Model):
     """How the timed calls get their inputs: new content in the same buffers before every call; at `positions`
-    (fractions of the run) inputs the reference knows (`pool_seeds`), whose outputs come back to be checked."""
+    (fractions of the device clock's calls) and `latency_positions` (of the latency clock's) inputs the reference
+    knows (`pool_seeds`, in that order), whose outputs come back to be checked."""
 
     pool_seeds: list[int]
     positions: list[float]
+    latency_positions: list[float] = Field(default_factory=list)
     fresh_seed: int
 
 
@@ -146,10 +148,15 @@ class TrialRecord(Model):
 
 
 class BenchStats(Model):
+    """One callable on both clocks (agent.harness.timing): `median_ms` is the device clock."""
+
     median_ms: float
     spread_pct: float
-    wall_ms: float | None = None
+    latency_ms: float | None = Field(default=None, description="one synchronized call from an idle GPU")
+    latency_spread_pct: float | None = None
+    host_ms: float | None = Field(default=None, description="host time to issue one call (until it returns)")
     repeats: int
+    latency_repeats: int = 0
     note: str = ""
     launches_min: int | None = Field(default=None, description="fewest Triton launches in one timed call")
     launches_max: int | None = None
@@ -173,6 +180,7 @@ class WorkerResult(Model):
     torch_version: str = ""
     tampered: list[str] = Field(default_factory=list, description="what the candidate changed in torch, triton, "
                                                                    "builtins or the harness at run time")
+    marks: dict[str, float] = Field(default_factory=dict, description="time.monotonic() as each phase ended")
 
 
 def round_seed(seed: int, round_: int) -> int:
@@ -202,14 +210,16 @@ def plan_timing(device: Device, seed: int) -> TimingPlan:
     """Pool inputs at secret positions (GPU: a handful among many timed calls; CPU: every timed call is checked)."""
     rng = secrets.SystemRandom()
     cfg = settings().timing
-    if device == "cpu":
+    latency: list[float] = []
+    if device == "cpu":  # one clock: every call is checked
         n = max(1, cfg.cpu_reps)
         positions = [i / max(1, n - 1) for i in range(n)]
-    else:
+    else:  # each clock's calls are checked on their own inputs: a result kept from one loop is wrong in the other
         n = cfg.checked_calls
         positions = sorted(rng.uniform(0.0, 1.0) for _ in range(n))
-    pool = [(seed * 31 + 977 * (i + 1)) % (2**31) for i in range(n)]
-    return TimingPlan(pool_seeds=pool, positions=positions, fresh_seed=rng.randrange(2**31))
+        latency = sorted(rng.uniform(0.0, 1.0) for _ in range(n))
+    pool = [(seed * 31 + 977 * (i + 1)) % (2**31) for i in range(len(positions) + len(latency))]
+    return TimingPlan(pool_seeds=pool, positions=positions, latency_positions=latency, fresh_seed=rng.randrange(2**31))
 
 
 def write_job(workdir: Path, job: WorkerJob) -> Path:

@@ -13,13 +13,15 @@ from typing import Any
 
 from agent.harness import rules
 from agent.harness.job import Device, TrialSpec, WorkerResult
+from agent.harness.limit import Limit
 from agent.harness.sandbox import SandboxResult
 from agent.harness.validate import Reference, compare, compare_timed
-from agent.schema import EvalResult, Timing, Verdict
+from agent.schema import EvalResult, Objective, Timing, Verdict
 
 
 def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: Reference, base: WorkerResult | None,
-          outputs: list[list[Any]], timed: list[list[Any]], trials: list[TrialSpec], req: Any, device: str) -> None:
+          outputs: list[list[Any]], timed: list[list[Any]], trials: list[TrialSpec], req: Any, device: str,
+          limit: Limit) -> None:
     """Fill result's verdict, message, checks and timing."""
     asked = {t.id for t in trials}
     invented = sorted({r.id for r in (res.trials if res else [])} - asked)
@@ -39,7 +41,8 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     if sb.timed_out:
         phase = f" while {_phase_words(res.phase)}" if res else ""
         result.verdict = Verdict.TIMEOUT
-        result.message = f"no result within {req.timeout_s:g} s{phase}: an infinite loop or a far too slow kernel?"
+        result.message = (f"no result within {limit.seconds:.0f} s{phase} ({limit.why}): an infinite loop or a far "
+                          "too slow kernel?")
         return
     if res is None or (not res.ok and res.error is None):
         result.verdict = Verdict.RUNTIME_ERROR
@@ -75,11 +78,11 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
         result.message = ("a timed call launched no Triton kernel: the candidate's kernels must run on every call "
                           "[run-time]")
         return
-    timing = timing_from(res, ref, base, device)  # type: ignore[arg-type]
+    timing = timing_from(res, ref, base, device, req.objective)  # type: ignore[arg-type]
     floor = _floor_ms(ref, req.bandwidth_gbs) if device == "cuda" else None
-    if floor is not None and timing.candidate_ms < floor:
+    if floor is not None and t.median_ms < floor:  # the device clock: the GPU's own time
         result.verdict = Verdict.RULE_VIOLATION
-        result.message = (f"timing not credible: {timing.candidate_ms * 1000:.1f} us per call, below the "
+        result.message = (f"timing not credible: {t.median_ms * 1000:.1f} us per call, below the "
                           f"{floor * 1000:.1f} us it takes to read the inputs once at {req.bandwidth_gbs:g} GB/s "
                           "[timing]")
         return
@@ -124,18 +127,37 @@ def _phase_words(phase: str) -> str:
     }.get(phase, phase)
 
 
-def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, device: Device) -> Timing:
+def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, device: Device,
+                objective: Objective = "device") -> Timing:
+    """The candidate's two clocks against the baselines' (each on the same clock); the plain fields follow
+    `objective`. Without a GPU baseline, eager comes from the reference's CPU-mode timing (one clock)."""
     t = res.timing
     assert t is not None
-    eager = base.eager if base else None
-    comp = base.compiled if base else None
-    eager_ms = eager.median_ms if eager else ref.eager_ms
+    eager, comp = (base.eager, base.compiled) if base else (None, None)
+    dev = {"candidate": t.median_ms, "eager": eager.median_ms if eager else ref.eager_ms,
+           "compile": comp.median_ms if comp else None}
+    lat = {"candidate": t.latency_ms, "eager": eager.latency_ms if eager else ref.eager_ms,
+           "compile": comp.latency_ms if comp else None}
+    spreads = {"device": (t.spread_pct, eager.spread_pct if eager else None, comp.spread_pct if comp else None),
+               "latency": (t.latency_spread_pct, eager.latency_spread_pct if eager else None,
+                           comp.latency_spread_pct if comp else None)}
+
+    def speedup(clock: dict[str, float | None], of: str) -> float | None:
+        mine, theirs = clock["candidate"], clock[of]
+        return theirs / mine if theirs and mine else None
+
+    on = lat if objective == "latency" and t.latency_ms is not None else dev
+    cand_spread, eager_spread, comp_spread = spreads["latency" if on is lat else "device"]
     notes = [n for n in (t.note, base.compile_note if base else "") if n]
     return Timing(
-        candidate_ms=t.median_ms, candidate_spread_pct=t.spread_pct, wall_ms=t.wall_ms,
-        eager_ms=eager_ms, eager_spread_pct=eager.spread_pct if eager else None,
-        compile_ms=comp.median_ms if comp else None, compile_spread_pct=comp.spread_pct if comp else None,
-        speedup_vs_eager=eager_ms / t.median_ms if eager_ms and t.median_ms > 0 else None,
-        speedup_vs_compile=comp.median_ms / t.median_ms if comp and t.median_ms > 0 else None,
+        objective=objective, candidate_ms=on["candidate"] or t.median_ms, candidate_spread_pct=cand_spread or 0.0,
+        device_ms=t.median_ms, device_spread_pct=t.spread_pct, latency_ms=t.latency_ms,
+        latency_spread_pct=t.latency_spread_pct, host_ms=t.host_ms, launches=t.launches_max,
+        eager_ms=on["eager"], eager_spread_pct=eager_spread, eager_device_ms=dev["eager"], eager_latency_ms=lat["eager"],
+        compile_ms=on["compile"], compile_spread_pct=comp_spread, compile_device_ms=dev["compile"],
+        compile_latency_ms=lat["compile"],
+        speedup_vs_eager=speedup(on, "eager"), speedup_vs_compile=speedup(on, "compile"),
+        device_speedup_vs_eager=speedup(dev, "eager"), latency_speedup_vs_eager=speedup(lat, "eager"),
+        device_speedup_vs_compile=speedup(dev, "compile"), latency_speedup_vs_compile=speedup(lat, "compile"),
         repeats=t.repeats, meaningful=device == "cuda", note="; ".join(notes),
     )

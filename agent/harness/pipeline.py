@@ -13,7 +13,6 @@ import logging
 import os
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.errors import HarnessError
 from agent.harness import extract, policy
+from agent.harness.cache import salted
 from agent.harness.job import (
     Device,
     TimingPlan,
@@ -33,15 +33,15 @@ from agent.harness.job import (
     plan_trials,
     prepare_job,
     read_result,
-    worker_argv,
-    worker_env,
 )
-from agent.harness.judge import judge, sandbox_failure
-from agent.harness.sandbox import SandboxResult, SandboxUnavailable, run_sandboxed
+from agent.harness.judge import judge
+from agent.harness.limit import Limit, limit_for
+from agent.harness.runner import load_tensors, run_worker, sizes_for
 from agent.harness.settings import settings
+from agent.harness.shared import Shared
 from agent.harness.validate import Reference
 from agent.redact import scrub
-from agent.schema import EvalResult, ProblemSpec, SizeSet, Stage, Verdict
+from agent.schema import EvalResult, Objective, ProblemSpec, Stage, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +53,11 @@ class EvalRequest(BaseModel):
     problem: ProblemSpec
     stage: Stage
     device: Literal["cuda", "cpu"] | None = Field(default=None, description="None: cuda when available")
-    timeout_s: float = Field(default_factory=lambda: settings().sandbox.timeout_s)
+    timeout_s: float | None = Field(default=None, description="the candidate's limit; None: scaled (harness.limit)")
     time_it: bool = True
-    cache_dir: Path | None = Field(default=None, description="where baseline timings are cached (None: memory only)")
+    objective: Objective = Field(default="latency", description="the clock of candidate_ms and the plain speedups")
+    cache_dir: Path | None = Field(default=None, description="truths and baselines kept here across processes "
+                                   "(None: memory only); never visible to candidates")
     seed: int = 0
     absent: list[str] | None = Field(default=None, description="absent Triton functions (None: agent.stages')")
     memory_mb: int | None = None
@@ -117,148 +119,6 @@ def _static(req: EvalRequest, device: Device) -> EvalResult | tuple[str, list[st
 # ---------------------------------------------------------------- one worker
 
 
-def _sizes(problem: ProblemSpec, device: Device) -> list[SizeSet]:
-    return problem.sizes if device == "cuda" else problem.cpu_sizes
-
-
-def _run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, memory_mb: int | None,
-                hide: list[Path], gpu_lock: Path | None) -> SandboxResult:
-    cfg = settings().sandbox
-    mem = memory_mb or (cfg.memory_mb_cpu if device == "cpu" else cfg.memory_mb_gpu)
-    env = worker_env(device)
-    expose = []
-    if gpu_lock is not None:  # the worker takes this GPU's lock: visible (read-only) inside the sandbox
-        from agent.harness.gpulock import ensure
-
-        ensure(gpu_lock)
-        expose.append(gpu_lock.parent)
-    try:
-        sb = run_sandboxed(worker_argv(job_path), workdir=workdir, timeout_s=timeout_s, env=env, memory_mb=mem,
-                           output_limit_bytes=cfg.output_limit_bytes, address_space_limit=device == "cpu",
-                           hide=hide, expose=expose)
-    except SandboxUnavailable as e:
-        raise HarnessError(str(e), "candidates never run without their sandbox") from e
-    if not sb.contained:
-        why = sb.stderr.strip().splitlines()[-1] if sb.stderr.strip() else "?"
-        raise HarnessError(f"the sandbox could not be built: {why}", "see agent/harness/contain.py for what it needs")
-    return sb
-
-
-def _load_tensors(path: Path | None, key: str, workdir: Path) -> list[list]:
-    import torch
-
-    if path is None:
-        return []
-    path = Path(path)
-    if workdir.resolve() not in path.resolve().parents:  # a path the worker names must lie in its workdir
-        return []
-    try:
-        return list(torch.load(path, map_location="cpu", weights_only=True)[key])
-    except Exception as e:  # missing or corrupt: treated as no outputs
-        log.debug("could not load %s: %s", path, e)
-        return []
-
-
-class Shared:
-    """The truths and baselines a round's candidates share, computed once each (in workers that never see candidate
-    code) and kept, bounded, by the evaluator that owns this object."""
-
-    def __init__(self, max_entries: int = 8) -> None:
-        self._refs: dict[tuple, Reference] = {}
-        self._bases: dict[str, WorkerResult | None] = {}
-        self._lock = threading.Lock()
-        self.max_entries = max_entries
-
-    def reference(self, problem: ProblemSpec, device: Device, seed: int, trials: list[TrialSpec], plan: TimingPlan | None,
-                  hide: list[Path], gpu_lock: Path | None = None, time_eager: bool = False) -> Reference:
-        key = (problem.path, problem.path.read_bytes(), device, seed, tuple(t.model_dump_json() for t in trials),
-               plan.model_dump_json() if plan else "")
-        with self._lock:
-            if key in self._refs:
-                return self._refs[key]
-            workdir = Path(tempfile.mkdtemp(prefix="agent-ref-"))
-            try:
-                job = prepare_job(workdir, "reference", problem, device=device, seed=seed, trials=trials, plan=plan,
-                                  time_eager=time_eager, gpu_lock=gpu_lock)
-                sb = _run_worker(workdir, job, device, settings().sandbox.reference_timeout_s, None, hide, gpu_lock)
-                res = read_result(workdir / "result.json")
-                if res is None or not res.ok:
-                    why = res.error.message if res and res.error else sandbox_failure(sb)
-                    raise HarnessError(f"the reference for problem {problem.name} failed: {why}",
-                                       "the problem's own Model must run at every size: check the problem file")
-                ref = Reference(trials=res.trials, truths=_load_tensors(res.outputs_file, "truths", workdir),
-                                pool=_load_tensors(res.outputs_file, "pool", workdir),
-                                eager_ms=res.eager.median_ms if res.eager else None)
-                if len(ref.truths) != len(ref.trials) or [t.id for t in ref.trials] != [t.id for t in trials]:
-                    raise HarnessError(f"the reference for problem {problem.name} wrote no truths",
-                                       "the problem's own Model must return tensors")
-                while len(self._refs) >= self.max_entries:
-                    self._refs.pop(next(iter(self._refs)))
-                self._refs[key] = ref
-                return ref
-            finally:
-                shutil.rmtree(workdir, ignore_errors=True)
-
-    def baseline(self, problem: ProblemSpec, device: Device, cache_dir: Path | None, hide: list[Path],
-                 gpu_lock: Path | None = None) -> WorkerResult | None:
-        """Eager and torch.compile timings at the problem's timed size (GPU), cached per problem/size/GPU."""
-        if device != "cuda":
-            return None
-        import hashlib
-        import json
-
-        import torch
-
-        h = hashlib.sha256(problem.path.read_bytes())
-        h.update(json.dumps([s.model_dump() for s in _sizes(problem, device)], sort_keys=True).encode())
-        h.update(f"{_gpu_name()}|{torch.__version__}|{settings().timing}".encode())
-        name = f"{problem.name}-{h.hexdigest()[:16]}"
-        with self._lock:
-            if name in self._bases:
-                return self._bases[name]
-            cached = cache_dir / "baselines" / f"{name}.json" if cache_dir else None
-            if cached and cached.exists():
-                try:
-                    self._bases[name] = WorkerResult.model_validate_json(cached.read_text())
-                    return self._bases[name]
-                except ValueError:
-                    pass
-            workdir = Path(tempfile.mkdtemp(prefix="agent-base-"))
-            try:
-                sizes = _sizes(problem, device)[:1]
-                job = prepare_job(workdir, "baseline", problem, device=device, sizes=sizes,
-                                  trials=plan_trials(sizes, 0, ["problem"]), gpu_lock=gpu_lock)
-                sb = _run_worker(workdir, job, device, settings().sandbox.baseline_timeout_s, None, hide, gpu_lock)
-                res = read_result(workdir / "result.json")
-                if res is None or not res.ok:
-                    log.warning("baseline timing for %s failed: %s", problem.name,
-                                res.error.message if res and res.error else sandbox_failure(sb))
-                    self._bases[name] = None
-                    return None
-                self._bases[name] = res
-                if cached:
-                    try:
-                        cached.parent.mkdir(parents=True, exist_ok=True)
-                        cached.write_text(res.model_dump_json(indent=2))
-                    except OSError as e:  # a read-only cache: timings are still right, only not remembered
-                        log.debug("cannot cache the baseline: %s", e)
-                return res
-            finally:
-                shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _gpu_name() -> str:
-    try:
-        import subprocess
-
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i",
-                              os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"],
-                             capture_output=True, text=True, timeout=20)
-        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "cuda"
-    except (OSError, IndexError, subprocess.TimeoutExpired):
-        return "cuda"
-
-
 # ---------------------------------------------------------------- one candidate
 
 
@@ -268,11 +128,20 @@ class _Job(BaseModel):
     device: Device
     code: str
     kernels: list[str]
+    seed: int = Field(description="the request's seed, salted (agent.harness.cache.salted)")
     trials: list[TrialSpec]
     plan: TimingPlan | None
+    static_s: float = 0.0
+
+    def hide(self) -> list[Path]:
+        """What the candidate must not see: the request's directories and the cache of truths."""
+        return [*self.req.hide, *([self.req.cache_dir] if self.req.cache_dir else [])]
 
 
-def _run_candidate(job: _Job, shared: Callable[[], tuple[Reference, WorkerResult | None]]) -> EvalResult:
+Truth = tuple[Reference, WorkerResult | None]
+
+
+def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Limit]) -> EvalResult:
     """Run the candidate's worker, then (after it, so the two can overlap in CPU mode) fetch the shared reference
     and baseline, and judge."""
 
@@ -281,14 +150,20 @@ def _run_candidate(job: _Job, shared: Callable[[], tuple[Reference, WorkerResult
     workdir = Path(tempfile.mkdtemp(prefix="agent-eval-"))
     result = EvalResult(verdict=Verdict.RUNTIME_ERROR, message="", code=job.code, kernels=job.kernels, device=device)
     try:
-        path = prepare_job(workdir, "evaluate", req.problem, code=job.code, device=device, seed=req.seed,
+        lim = limit()
+        path = prepare_job(workdir, "evaluate", req.problem, code=job.code, device=device, seed=job.seed,
                            trials=job.trials, plan=job.plan, gpu_lock=req.gpu_lock)
-        sb = _run_worker(workdir, path, device, req.timeout_s, req.memory_mb, req.hide, req.gpu_lock)
+        spawned = time.monotonic()
+        sb = run_worker(workdir, path, device, lim.seconds, req.memory_mb, job.hide(), req.gpu_lock)
+        exited = time.monotonic()
         res = read_result(workdir / "result.json")
-        ref, base = shared()
-        outputs = _load_tensors(res.outputs_file, "outputs", workdir) if res else []
-        timed = _load_tensors(res.outputs_file, "timing", workdir) if res else []
-        judge(result, sb, res, ref, base, outputs, timed, job.trials, req, device)
+        ref, base = truth()
+        truth_s = time.monotonic() - exited
+        outputs = load_tensors(res.outputs_file, "outputs", workdir) if res else []
+        timed = load_tensors(res.outputs_file, "timing", workdir) if res else []
+        judge(result, sb, res, ref, base, outputs, timed, job.trials, req, device, lim)
+        result.phases = phases(job.static_s, spawned - start, spawned, exited, res.marks if res else {}, truth_s,
+                               time.monotonic() - exited - truth_s)
     except HarnessError:
         raise
     except Exception as e:  # a harness bug must not take the agent down either
@@ -296,8 +171,30 @@ def _run_candidate(job: _Job, shared: Callable[[], tuple[Reference, WorkerResult
         result.verdict, result.message = Verdict.RUNTIME_ERROR, f"harness error: {type(e).__name__}: {e}"
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    result.duration_s = time.monotonic() - start
+    result.duration_s = time.monotonic() - start + job.static_s
     return result
+
+
+# The worker's marks (agent.harness.workerio.mark), in order, each ending the phase named beside it.
+_MARKS = (("main", "start"), ("ready", "imports"), ("imported", "load"), ("first", "compile"),
+          ("validated", "validate"), ("timed", "timing"))
+
+
+def phases(static_s: float, before_s: float, spawned: float, exited: float, marks: dict[str, float], truth_s: float,
+           judge_s: float) -> dict[str, float]:
+    """Seconds per phase of one evaluation, in order. The worker's marks are clamped into its lifetime (they are its
+    word, used for figures only); time after its last mark is `exit`."""
+    out = {"checks": round(static_s, 3), "prepare": round(before_s, 3)}
+    last = spawned
+    for mark, name in _MARKS:
+        if mark in marks:
+            t = min(max(marks[mark], last), exited)
+            out[name] = round(t - last, 3)
+            last = t
+    out["exit"] = round(exited - last, 3)
+    out["truth"] = round(truth_s, 3)
+    out["judge"] = round(judge_s, 3)
+    return out
 
 
 # ---------------------------------------------------------------- public entry points
@@ -317,7 +214,7 @@ def evaluate_many(reqs: list[EvalRequest], shared: Shared | None = None) -> list
     shared = shared or Shared()
     results: list[EvalResult | None] = [None] * len(reqs)
     runnable: list[tuple[int, _Job]] = []
-    plans: dict[tuple, tuple[list[TrialSpec], TimingPlan | None]] = {}
+    plans: dict[tuple, tuple[int, list[TrialSpec], TimingPlan | None]] = {}
     for i, req in enumerate(reqs):
         device = req.device or default_device()
         t0 = time.monotonic()
@@ -326,28 +223,34 @@ def evaluate_many(reqs: list[EvalRequest], shared: Shared | None = None) -> list
             static.duration_s = time.monotonic() - t0
             results[i] = static
             continue
-        key = (req.problem.path, device, req.seed, req.time_it)
+        key = (req.problem.path, device, req.seed, req.time_it, req.cache_dir)
         if key not in plans:  # one plan per problem/seed/device: the round's candidates share one truth
-            trials = plan_trials(_sizes(req.problem, device), req.seed, settings().validation.distributions)
-            plans[key] = (trials, plan_timing(device, req.seed) if req.time_it else None)
-        trials, plan = plans[key]
-        runnable.append((i, _Job(req=req, device=device, code=static[0], kernels=static[1], trials=trials, plan=plan)))
+            seed = salted(req.seed, req.cache_dir)
+            trials = plan_trials(sizes_for(req.problem, device), seed, settings().validation.distributions)
+            plans[key] = (seed, trials, plan_timing(device, seed) if req.time_it else None)
+        seed, trials, plan = plans[key]
+        runnable.append((i, _Job(req=req, device=device, code=static[0], kernels=static[1], seed=seed, trials=trials,
+                                 plan=plan, static_s=time.monotonic() - t0)))
 
-    def truth(job: _Job) -> tuple[Reference, WorkerResult | None]:
+    def truth(job: _Job) -> Truth:
         r = job.req
-        ref = shared.reference(r.problem, job.device, r.seed, job.trials, job.plan, r.hide, r.gpu_lock,
-                               time_eager=job.device == "cpu")
+        ref = shared.reference(r.problem, job.device, job.seed, job.trials, job.plan, job.hide(), r.gpu_lock,
+                               time_eager=job.device == "cpu", cache_dir=r.cache_dir)
         # Baselines are timed once per problem/size/GPU, not per round: their speed does not depend on the seed.
-        return ref, (shared.baseline(r.problem, job.device, r.cache_dir, r.hide, r.gpu_lock) if r.time_it else None)
+        return ref, (shared.baseline(r.problem, job.device, r.cache_dir, job.hide(), r.gpu_lock) if r.time_it else None)
 
-    def run(item: tuple[int, _Job]) -> None:
+    def limit(job: _Job, base: WorkerResult | None) -> Limit:
+        return limit_for(job.req.problem.name, job.device, len(job.trials), job.plan is not None, base,
+                         job.req.timeout_s)
+
+    def run(item: tuple[int, _Job], base: WorkerResult | None = None) -> None:
         i, job = item
-        results[i] = _run_candidate(job, lambda: truth(job))
+        results[i] = _run_candidate(job, lambda: truth(job), lambda: limit(job, base))
 
     # GPU: reference and baseline first, then one candidate at a time (timings must not overlap).
     for item in (r for r in runnable if r[1].device == "cuda"):
-        truth(item[1])
-        run(item)
+        _, base = truth(item[1])
+        run(item, base)
     # CPU mode: candidates run in parallel, and the (cached, locked) reference alongside the first of them.
     cpu = [r for r in runnable if r[1].device == "cpu"]
     if cpu:

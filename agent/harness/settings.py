@@ -25,7 +25,7 @@ class TimingSettings(_Section):
     min_reps: int
     max_reps: int
     flush_mb: int
-    wall_reps: int
+    latency_reps: int
     wall_factor: float
     wall_slack_ms: float
     cpu_reps: int
@@ -41,6 +41,8 @@ class RuleSettings(_Section):
 
 class SandboxSettings(_Section):
     timeout_s: float
+    start_allowance_s: float
+    slowdown: float
     baseline_timeout_s: float
     reference_timeout_s: float
     memory_mb_cpu: int
@@ -51,11 +53,16 @@ class SandboxSettings(_Section):
     max_processes: int
 
 
+class CacheSettings(_Section):
+    max_mb: float
+
+
 class Settings(_Section):
     validation: ValidationSettings
     timing: TimingSettings
     rules: RuleSettings
     sandbox: SandboxSettings
+    cache: CacheSettings
 
 
 @lru_cache(maxsize=1)

@@ -36,6 +36,7 @@ class Trusted:
         self.sum = torch._C.TensorBase.sum
         self.to = torch._C.TensorBase.to
         self.equal = torch.equal
+        self.ones = torch.ones
         self.generator = torch.Generator
         self.cuda = device == "cuda"
         if self.cuda:

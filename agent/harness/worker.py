@@ -29,6 +29,7 @@ from agent.harness.workerio import (
     Gpu,
     Stop,
     describe_error,
+    mark,
     problem_modules,
     sync,
     timed_base,
@@ -140,6 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     if job.mode == "profile":
         return candidate.profile(job, gpu)
     result = WorkerResult(mode=job.mode)
+    mark(result, "main")
     handler = {"reference": _reference, "evaluate": candidate.evaluate, "baseline": _baseline}[job.mode]
     try:
         handler(job, result, gpu)

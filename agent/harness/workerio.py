@@ -78,6 +78,13 @@ def describe_error(exc: BaseException, phase: str, job: WorkerJob) -> WorkerErro
     return WorkerError(kind="compile_error" if compile_like else "runtime_error", phase=phase, message=msg, line=line)
 
 
+def mark(result: WorkerResult, name: str) -> None:
+    """The end of a phase (the parent turns marks into seconds per phase: agent.harness.pipeline.phases)."""
+    import time
+
+    result.marks[name] = time.monotonic()
+
+
 def write_result(result: WorkerResult, job: WorkerJob) -> None:
     tmp = job.result_path.with_suffix(".tmp")
     tmp.write_text(result.model_dump_json())

@@ -35,7 +35,8 @@ class ScaleEvaluator:
         self.round += 1
         reqs = self.requests.for_round(sources, stage, self.round)
         sb = settings().sandbox
-        deadline = 2 * self.timeout_s + sb.reference_timeout_s + sb.baseline_timeout_s + scale_settings().grace_s
+        limit = self.timeout_s or max(sb.timeout_s, sb.start_allowance_s + 60 * sb.slowdown)  # the scaled one's bound
+        deadline = 2 * limit + sb.reference_timeout_s + sb.baseline_timeout_s + scale_settings().grace_s
         source = self.problem.path.read_text()
         start = time.monotonic()
         answers = self.pool.map("evaluate", [(r, source) for r in reqs], deadline, retry=_only_waited)
@@ -74,9 +75,10 @@ class ScaleProfiler:
 
     def __init__(self, pool: WorkerPool, problem: ProblemSpec, out: Callable[[str], Path], device: str,
                  metric_set: Literal["stage", "full"] = "stage", timeout_s: float = 600.0,
-                 on_error: Callable[[str], None] | None = None) -> None:
+                 on_error: Callable[[str], None] | None = None, hide: list[Path] | None = None) -> None:
         self.pool, self.problem, self.out, self.device = pool, problem, out, device
         self.metric_set, self.timeout_s, self.on_error = metric_set, timeout_s, on_error or (lambda msg: None)
+        self.hide = hide or []  # the store, where a worker shares its host
 
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
         if self.device != "cuda":
@@ -85,7 +87,7 @@ class ScaleProfiler:
 
         out = self.out(candidate_id)
         req = ProfileRequest(code=code, problem=self.problem, stage=stage, metric_set=self.metric_set, out=out,
-                             timeout_s=self.timeout_s)
+                             timeout_s=self.timeout_s, hide=self.hide)
         answer = self.pool.call("profile", (req, self.problem.path.read_text()),
                                 self.timeout_s + scale_settings().grace_s)
         if isinstance(answer, WorkerDied):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from agent.ncu.metadata import DRAM, DURATION, longest_kernel
 from agent.redact import scrub
-from agent.schema import Candidate, Profile, RunConfig, Usage
+from agent.schema import CLOCK_KEYS, Candidate, Profile, RunConfig, Usage
 from agent.store.files import TMP_PREFIX, alive, load, read_candidate, run_dirs
 from agent.store.migrations import apply_migrations, packaged_migrations
 from agent.store.records import CallRecord, IterationRecord, RunRecord
@@ -148,18 +148,19 @@ def index_call(db: sqlite3.Connection, r: CallRecord) -> None:
 def index_candidate(db: sqlite3.Connection, c: Candidate, attempt: int, rel_dir: str) -> None:
     t = c.result.timing
     u = c.answer.usage if c.answer else Usage()
-    db.execute(
-        "INSERT OR REPLACE INTO candidates (id, run_id, iteration, attempt, idx, dir, stage, verdict, message,"
-        " candidate_ms, spread_pct, eager_ms, compile_ms, speedup_vs_eager, speedup_vs_compile, meaningful,"
-        " device, model, prompt_tokens, completion_tokens, cost_usd, dram_pct, bottleneck, created_at)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        (c.id, c.run_id, c.iteration, attempt, c.index, rel_dir, c.stage, str(c.result.verdict), scrub(c.result.message),
-         t.candidate_ms if t else None, t.candidate_spread_pct if t else None, t.eager_ms if t else None,
-         t.compile_ms if t else None, t.speedup_vs_eager if t else None, t.speedup_vs_compile if t else None,
-         int(t.meaningful) if t else None, c.result.device, c.answer.model if c.answer else None,
-         u.prompt_tokens, u.completion_tokens, u.cost_usd, longest_kernel_dram_pct(c.profile),
-         c.profile.bottleneck.kind if c.profile and c.profile.bottleneck else None, _iso(c.created_at)),
-    )
+    clocks = t.keys() if t else {k: None for k in CLOCK_KEYS}
+    row = {
+        "id": c.id, "run_id": c.run_id, "iteration": c.iteration, "attempt": attempt, "idx": c.index, "dir": rel_dir,
+        "stage": c.stage, "verdict": str(c.result.verdict), "message": scrub(c.result.message),
+        **clocks, "spread_pct": t.candidate_spread_pct if t else None, "eager_ms": t.eager_ms if t else None,
+        "compile_ms": t.compile_ms if t else None, "meaningful": int(t.meaningful) if t else None,
+        "device": c.result.device, "model": c.answer.model if c.answer else None, "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens, "cost_usd": u.cost_usd, "dram_pct": longest_kernel_dram_pct(c.profile),
+        "bottleneck": c.profile.bottleneck.kind if c.profile and c.profile.bottleneck else None,
+        "created_at": _iso(c.created_at),
+    }
+    db.execute(f"INSERT OR REPLACE INTO candidates ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+               list(row.values()))
     index_metrics(db, c.id, c.profile)
 
 

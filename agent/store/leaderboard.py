@@ -1,10 +1,10 @@
-"""The leaderboard: indexed candidates ranked by speedup vs eager, then time."""
+"""The leaderboard: indexed candidates ranked by speedup vs eager on their run's objective clock, then time."""
 
 from __future__ import annotations
 
 import sqlite3
 
-from agent.schema import Verdict
+from agent.schema import CLOCK_KEYS, Verdict
 from agent.store.records import LeaderRow
 
 
@@ -39,9 +39,8 @@ def leaderboard(db: sqlite3.Connection, problem: str | None = None, run_id: str 
     return [
         LeaderRow(
             rank=rank, candidate=r["id"], run=r["run_id"], problem=r["problem"], stage=r["stage"],
-            iteration=r["iteration"], verdict=Verdict(r["verdict"]), candidate_ms=r["candidate_ms"],
-            eager_ms=r["eager_ms"], compile_ms=r["compile_ms"], speedup_vs_eager=r["speedup_vs_eager"],
-            speedup_vs_compile=r["speedup_vs_compile"], dram_pct=r["dram_pct"],
+            iteration=r["iteration"], verdict=Verdict(r["verdict"]), eager_ms=r["eager_ms"],
+            compile_ms=r["compile_ms"], dram_pct=r["dram_pct"], **{k: r[k] for k in CLOCK_KEYS},
             tokens=r["prompt_tokens"] + r["completion_tokens"], cost_usd=r["cost_usd"],
             meaningful=None if r["meaningful"] is None else bool(r["meaningful"]), device=r["device"],
         )

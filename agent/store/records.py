@@ -78,11 +78,20 @@ class LeaderRow(Model):
     stage: str
     iteration: int
     verdict: Verdict
+    objective: str | None = Field(default=None, description="the clock of candidate_ms and the plain speedups")
     candidate_ms: float | None = None
     eager_ms: float | None = None
     compile_ms: float | None = None
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
+    device_ms: float | None = None
+    latency_ms: float | None = None
+    host_ms: float | None = None
+    launches: int | None = None
+    device_speedup_vs_eager: float | None = None
+    latency_speedup_vs_eager: float | None = None
+    device_speedup_vs_compile: float | None = None
+    latency_speedup_vs_compile: float | None = None
     dram_pct: float | None = None
     tokens: int = 0
     cost_usd: float = 0.0

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from agent.schema import Timing
+
 VERDICT_STYLE = {
     "correct": "bold green",
     "incorrect": "yellow",
@@ -59,3 +61,16 @@ def speedup_text(x: float | None) -> Text:
 
 def sci(x: float | None) -> str:
     return "–" if x is None else f"{x:.2e}"
+
+
+def clocks_text(t: Timing) -> str:
+    """One line: the objective's clock with its speedups, the other clock beside it, launches per forward."""
+    other = "device" if t.objective == "latency" else "latency"
+    other_ms = t.device_ms if other == "device" else t.latency_ms
+    text = f"{t.objective} {fmt_ms(t.candidate_ms)}  {fmt_x(t.speedup_vs_eager)} eager"
+    if t.speedup_vs_compile is not None:
+        text += f"  {fmt_x(t.speedup_vs_compile)} compile"
+    if other_ms is not None and t.meaningful:
+        text += f"  ({other} {fmt_ms(other_ms)}"
+        text += f", {t.launches} launch{'es' if t.launches != 1 else ''})" if t.launches is not None else ")"
+    return text

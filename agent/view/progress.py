@@ -12,7 +12,8 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from agent.view.fmt import fmt_cost, fmt_ms, fmt_pct, fmt_tokens, fmt_x, verdict_text
+from agent.schema import CLOCK_KEYS, Timing
+from agent.view.fmt import clocks_text, fmt_cost, fmt_pct, fmt_tokens, verdict_text
 from agent.view.terminal import console as make_console
 
 if TYPE_CHECKING:
@@ -81,17 +82,11 @@ class LiveProgress:
         self.landed += 1
         if self._emit_json("candidate", candidate=candidate.id, iteration=candidate.iteration, index=candidate.index,
                            stage=candidate.stage, verdict=str(r.verdict), message=_first_line(r.message),
-                           candidate_ms=t.candidate_ms if t else None,
-                           speedup_vs_eager=t.speedup_vs_eager if t else None,
-                           speedup_vs_compile=t.speedup_vs_compile if t else None):
+                           **_clock_keys(t)):
             return
         line = Text.assemble("  ", (f"#{candidate.index} ", "dim"), verdict_text(r.verdict))
         if t is not None:
-            line.append(f"  {fmt_ms(t.candidate_ms)}")
-            if t.speedup_vs_eager is not None:
-                line.append(f"  {fmt_x(t.speedup_vs_eager)} eager")
-            if t.speedup_vs_compile is not None:
-                line.append(f"  {fmt_x(t.speedup_vs_compile)} compile")
+            line.append(f"  {clocks_text(t)}")
         if r.verdict != "correct" and r.message:
             line.append(f"  {_first_line(r.message)[:100]}", style="dim")
         line.append(f"  {candidate.id}", style="dim")
@@ -104,14 +99,11 @@ class LiveProgress:
             from agent.store import longest_kernel_dram_pct
 
             dram = longest_kernel_dram_pct(candidate.profile)
-        if self._emit_json("best", candidate=candidate.id, candidate_ms=t.candidate_ms if t else None,
-                           speedup_vs_eager=t.speedup_vs_eager if t else None,
-                           speedup_vs_compile=t.speedup_vs_compile if t else None, dram_pct=dram):
+        if self._emit_json("best", candidate=candidate.id, **_clock_keys(t), dram_pct=dram):
             return
         self.best_line = Text.assemble(("best ", "bold"), (candidate.id, "green"))
         if t is not None:
-            self.best_line.append(f"  {fmt_ms(t.candidate_ms)}  {fmt_x(t.speedup_vs_eager)} eager"
-                                  f"  {fmt_x(t.speedup_vs_compile)} compile")
+            self.best_line.append(f"  {clocks_text(t)}")
         if dram is not None:
             self.best_line.append(f"  DRAM {fmt_pct(dram)}")
         self._line(Text.assemble("  ", ("★ new ", "bold green"), self.best_line))
@@ -161,6 +153,10 @@ class LiveProgress:
         grid.add_row(Spinner("dots") if self._live is not None else Text("■", style="dim"), status)
         grid.add_row(Text(""), self.best_line)
         return grid
+
+
+def _clock_keys(t: Timing | None) -> dict[str, Any]:
+    return t.keys() if t is not None else {k: None for k in CLOCK_KEYS}
 
 
 def _first_line(message: str) -> str:

@@ -39,8 +39,11 @@ def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", 
     spent = full or any(r.cost_usd for r in rows)
     table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
                   collapse_padding=compact)
+    objectives = {r.objective for r in rows if r.objective}
+    mark = {c: " ◆" if objectives == {c} else "" for c in ("device", "latency")}
     columns = [("#", "#", True), ("candidate", "candidate", True), ("run", "", full), ("stage", "stage", True),
-               ("iter", "", full), ("verdict", "verdict", True), ("time", "time", True),
+               ("iter", "", full), ("verdict", "verdict", True), ("time", "time", compact),
+               (f"device{mark['device']}", "", full), (f"latency{mark['latency']}", "", full), ("launches", "", full),
                ("vs eager", "×eager", True), ("vs compile", "×compile", True), ("DRAM", "DRAM", True),
                ("tokens", "", full), ("cost", "cost", spent)]
     for name, short, shown in columns:
@@ -57,7 +60,9 @@ def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", 
             cells.append(Text(r.run))
         cells += [
             Text(r.stage), *([str(r.iteration)] if full else []), verdict_text(r.verdict),
-            Text(fmt_ms(r.candidate_ms) + ("*" if cpu else ""), style="dim" if cpu else ""),
+            *([_time_cell(r.candidate_ms, cpu)] if compact else
+              [_time_cell(r.device_ms, cpu), _time_cell(r.latency_ms, cpu),
+               str(r.launches) if r.launches is not None else "–"]),
             speedup_text(r.speedup_vs_eager), speedup_text(r.speedup_vs_compile), fmt_pct(r.dram_pct),
         ]
         if full:
@@ -65,10 +70,20 @@ def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", 
         if spent:
             cells.append(fmt_cost(r.cost_usd))
         table.add_row(*cells)
+    notes = []
+    if objectives and (compact or len(objectives) == 1):
+        notes.append("speedups on " + (f"the {objectives.pop()} clock" if len(objectives) == 1
+                                       else "each run's own clock") + (" ◆" if full else ""))
     if any_cpu:
-        table.caption = "* CPU-mode (TRITON_INTERPRET=1) timings: they say nothing about the GPU"
+        notes.append("* CPU-mode (TRITON_INTERPRET=1) timings: they say nothing about the GPU")
+    if notes:
+        table.caption = "\n".join(notes)
         table.caption_justify = "left"
     return table
+
+
+def _time_cell(ms: float | None, cpu: bool) -> Text:
+    return Text(fmt_ms(ms) + ("*" if cpu and ms is not None else ""), style="dim" if cpu else "")
 
 
 def leaderboard_fitting(rows: list[LeaderRow], console: Console, title: str | None = "Leaderboard") -> Table:
@@ -134,21 +149,29 @@ def checks_table(result: EvalResult) -> Table:
 
 
 def timing_table(result: EvalResult) -> Table:
+    """Both clocks side by side (the run's objective marked), the baselines on each, launches and host time."""
     tm = result.timing
     assert tm is not None
     t = Table(title="timing" + ("" if tm.meaningful else " (CPU mode: not meaningful)"), title_justify="left",
               header_style="bold")
-    for col in ("", "median", "spread", "speedup"):
+    mark = {c: " ◆" if tm.objective == c else "" for c in ("device", "latency")}
+    for col in ("", f"device{mark['device']}", "spread", f"latency{mark['latency']}", "spread", "speedup (device)",
+                "speedup (latency)"):
         t.add_column(col, justify="left" if not col else "right")
-    t.add_row("candidate", fmt_ms(tm.candidate_ms), fmt_pct(tm.candidate_spread_pct), "")
-    if tm.eager_ms is not None:
-        t.add_row("eager", fmt_ms(tm.eager_ms), fmt_pct(tm.eager_spread_pct), speedup_text(tm.speedup_vs_eager))
-    if tm.compile_ms is not None:
-        t.add_row("torch.compile", fmt_ms(tm.compile_ms), fmt_pct(tm.compile_spread_pct),
-                  speedup_text(tm.speedup_vs_compile))
-    if tm.wall_ms is not None:
-        t.add_row("wall clock", fmt_ms(tm.wall_ms), "", "")
-    t.caption = f"{tm.repeats} repeats" + (f"; {tm.note}" if tm.note else "")
+    t.add_row("candidate", fmt_ms(tm.device_ms), fmt_pct(tm.device_spread_pct), fmt_ms(tm.latency_ms),
+              fmt_pct(tm.latency_spread_pct), "", "")
+    if tm.eager_device_ms is not None or tm.eager_latency_ms is not None:
+        t.add_row("eager", fmt_ms(tm.eager_device_ms), "", fmt_ms(tm.eager_latency_ms), "",
+                  speedup_text(tm.device_speedup_vs_eager), speedup_text(tm.latency_speedup_vs_eager))
+    if tm.compile_device_ms is not None or tm.compile_latency_ms is not None:
+        t.add_row("torch.compile", fmt_ms(tm.compile_device_ms), "", fmt_ms(tm.compile_latency_ms), "",
+                  speedup_text(tm.device_speedup_vs_compile), speedup_text(tm.latency_speedup_vs_compile))
+    facts = [f"◆ the objective ({tm.objective})", f"{tm.repeats} repeats"]
+    if tm.launches is not None:
+        facts.append(f"{tm.launches} kernel launch{'es' if tm.launches != 1 else ''} per forward")
+    if tm.host_ms is not None and tm.meaningful:
+        facts.append(f"host {fmt_ms(tm.host_ms)} to issue a call")
+    t.caption = "; ".join(facts) + (f"; {tm.note}" if tm.note else "")
     return t
 
 
@@ -185,6 +208,8 @@ def run_summary(run: RunRecord, top: list[LeaderRow] | None = None) -> Renderabl
     g.add_row("status", Text(run.status, style=status_style))
     g.add_row("problem", f"{cfg.problem}  stage {cfg.stage}  on {run.gpu} ({run.device})")
     g.add_row("proposer", f"{cfg.llm}" + (f" ({cfg.model})" if cfg.llm.startswith("openai") else ""))
+    g.add_row("objective", f"{cfg.objective} (" + ("a synchronized call, host included" if cfg.objective == "latency"
+                                                  else "GPU time of calls queued back to back") + ")")
     g.add_row("iterations", f"{run.iterations} of {cfg.iterations}, {run.candidates} candidates")
     u = run.usage
     g.add_row("usage", f"{fmt_tokens(u.prompt_tokens + u.completion_tokens)} tokens, {fmt_cost(u.cost_usd)}"
@@ -213,4 +238,7 @@ def eval_view(result: EvalResult, problem: str, stage: str) -> RenderableType:
         parts.append(checks_table(result))
     if result.timing:
         parts.append(timing_table(result))
+    if result.phases:
+        parts.append(Text("where the time went: " + " · ".join(f"{k} {v:.1f} s" for k, v in result.phases.items()
+                                                             if v >= 0.05), style="dim"))
     return Group(*parts)

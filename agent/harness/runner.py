@@ -1,0 +1,72 @@
+"""Running one worker behind the sandbox's wall, and reading back what it wrote: the parent's side of every mode."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+from agent.errors import HarnessError
+from agent.harness.job import Device, worker_argv, worker_env
+from agent.harness.sandbox import SandboxResult, SandboxUnavailable, run_sandboxed
+from agent.harness.settings import settings
+from agent.schema import ProblemSpec, SizeSet
+
+log = logging.getLogger(__name__)
+
+
+def sizes_for(problem: ProblemSpec, device: Device) -> list[SizeSet]:
+    """The sizes a problem is judged at: full size on the GPU, the reduced cpu sizes in CPU mode."""
+    return problem.sizes if device == "cuda" else problem.cpu_sizes
+
+
+def run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, memory_mb: int | None,
+               hide: list[Path], gpu_lock: Path | None) -> SandboxResult:
+    """The worker of `job_path`, sandboxed; a sandbox that cannot be built is a HarnessError (never run without)."""
+    cfg = settings().sandbox
+    mem = memory_mb or (cfg.memory_mb_cpu if device == "cpu" else cfg.memory_mb_gpu)
+    env = worker_env(device)
+    expose = []
+    if gpu_lock is not None:  # the worker takes this GPU's lock: visible (read-only) inside the sandbox
+        from agent.harness.gpulock import ensure
+
+        ensure(gpu_lock)
+        expose.append(gpu_lock.parent)
+    try:
+        sb = run_sandboxed(worker_argv(job_path), workdir=workdir, timeout_s=timeout_s, env=env, memory_mb=mem,
+                           output_limit_bytes=cfg.output_limit_bytes, address_space_limit=device == "cpu",
+                           hide=hide, expose=expose)
+    except SandboxUnavailable as e:
+        raise HarnessError(str(e), "candidates never run without their sandbox") from e
+    if not sb.contained:
+        why = sb.stderr.strip().splitlines()[-1] if sb.stderr.strip() else "?"
+        raise HarnessError(f"the sandbox could not be built: {why}", "see agent/harness/contain.py for what it needs")
+    return sb
+
+
+def load_tensors(path: Path | None, key: str, workdir: Path) -> list[list]:
+    """The tensors a worker saved under `key`; nothing for a path outside its workdir or an unreadable file."""
+    import torch
+
+    if path is None:
+        return []
+    path = Path(path)
+    if workdir.resolve() not in path.resolve().parents:  # a path the worker names must lie in its workdir
+        return []
+    try:
+        return list(torch.load(path, map_location="cpu", weights_only=True)[key])
+    except Exception as e:  # missing or corrupt: treated as no outputs
+        log.debug("could not load %s: %s", path, e)
+        return []
+
+
+def gpu_name() -> str:
+    """The name of the GPU this process's workers run on (nvidia-smi: no CUDA context here)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i",
+                              os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or "0"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "cuda"
+    except (OSError, IndexError, subprocess.TimeoutExpired):
+        return "cuda"

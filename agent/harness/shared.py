@@ -1,0 +1,171 @@
+"""The truths and baselines a round's candidates share, computed once each, in workers that never see candidate code.
+
+`Shared` keeps them in memory (bounded) for whoever evaluates (a LocalEvaluator, each scale worker) and, with a
+cache directory, on disk across processes (agent.harness.cache): the second `agent eval` of a problem skips both.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from agent.errors import HarnessError
+from agent.harness.cache import DiskCache, entry_name, fingerprint
+from agent.harness.job import (
+    Device,
+    TimingPlan,
+    TrialRecord,
+    TrialSpec,
+    WorkerResult,
+    plan_trials,
+    prepare_job,
+    read_result,
+)
+from agent.harness.judge import sandbox_failure
+from agent.harness.runner import gpu_name, load_tensors, run_worker, sizes_for
+from agent.harness.settings import settings
+from agent.harness.validate import Reference
+from agent.schema import ProblemSpec
+
+log = logging.getLogger(__name__)
+
+
+class Shared:
+    """Truths and baselines, computed once per key, kept (bounded) in memory and, given a cache_dir, on disk."""
+
+    def __init__(self, max_entries: int = 8) -> None:
+        self._refs: dict[str, Reference] = {}
+        self._bases: dict[str, WorkerResult | None] = {}
+        self._lock = threading.Lock()
+        self.max_entries = max_entries
+        self.hits = {"reference": 0, "baseline": 0}  # disk hits, for BENCHMARKS and tests
+        self._fingerprints: dict[str, str] = {}
+
+    def _fingerprint(self, device: Device) -> str:
+        if device not in self._fingerprints:  # nvidia-smi and the code hash: once per evaluator, not per round
+            self._fingerprints[device] = fingerprint(device, gpu_name() if device == "cuda" else "cpu")
+        return self._fingerprints[device]
+
+    def reference(self, problem: ProblemSpec, device: Device, seed: int, trials: list[TrialSpec], plan: TimingPlan | None,
+                  hide: list[Path], gpu_lock: Path | None = None, time_eager: bool = False,
+                  cache_dir: Path | None = None) -> Reference:
+        """The fp64 truths of `trials` and of the plan's timing pool (its secret positions do not change them)."""
+        with self._lock:
+            name = entry_name(f"{problem.name}-ref", problem.path.read_bytes(), device, seed, time_eager,
+                              json.dumps([t.model_dump() for t in trials], sort_keys=True),
+                              plan.pool_seeds if plan else [], self._fingerprint(device))
+            if name in self._refs:
+                return self._refs[name]
+            disk = DiskCache(Path(cache_dir) / "references", settings().cache.max_mb) if cache_dir else None
+            ref = _load_reference(disk, name, trials)
+            if ref is not None:
+                self.hits["reference"] += 1
+            else:
+                ref = _compute_reference(problem, device, seed, trials, plan, hide, gpu_lock, time_eager)
+                if disk is not None:
+                    disk.put(name, ".pt", lambda tmp: _save_reference(ref, tmp))
+            while len(self._refs) >= self.max_entries:
+                self._refs.pop(next(iter(self._refs)))
+            self._refs[name] = ref
+            return ref
+
+    def baseline(self, problem: ProblemSpec, device: Device, cache_dir: Path | None, hide: list[Path],
+                 gpu_lock: Path | None = None) -> WorkerResult | None:
+        """Eager and torch.compile on both clocks at the problem's timed size (GPU), cached per problem/size/GPU."""
+        if device != "cuda":
+            return None
+        name = entry_name(f"{problem.name}-base", problem.path.read_bytes(),
+                          json.dumps([s.model_dump() for s in sizes_for(problem, device)], sort_keys=True),
+                          self._fingerprint(device))
+        with self._lock:
+            if name in self._bases:
+                return self._bases[name]
+            disk = DiskCache(Path(cache_dir) / "baselines", settings().cache.max_mb) if cache_dir else None
+            hit = disk.get(name, ".json") if disk else None
+            if hit is not None:
+                try:
+                    self._bases[name] = WorkerResult.model_validate_json(hit.read_text())
+                    self.hits["baseline"] += 1
+                    return self._bases[name]
+                except (OSError, ValueError):
+                    pass
+            res = _compute_baseline(problem, device, hide, gpu_lock)
+            self._bases[name] = res
+            if res is not None and disk is not None:
+                disk.put(name, ".json", lambda tmp: _write_text(tmp, res.model_dump_json(indent=2)))
+            return res
+
+
+def _compute_reference(problem: ProblemSpec, device: Device, seed: int, trials: list[TrialSpec], plan: TimingPlan | None,
+                       hide: list[Path], gpu_lock: Path | None, time_eager: bool) -> Reference:
+    workdir = Path(tempfile.mkdtemp(prefix="agent-ref-"))
+    try:
+        job = prepare_job(workdir, "reference", problem, device=device, seed=seed, trials=trials, plan=plan,
+                          time_eager=time_eager, gpu_lock=gpu_lock)
+        sb = run_worker(workdir, job, device, settings().sandbox.reference_timeout_s, None, hide, gpu_lock)
+        res = read_result(workdir / "result.json")
+        if res is None or not res.ok:
+            why = res.error.message if res and res.error else sandbox_failure(sb)
+            raise HarnessError(f"the reference for problem {problem.name} failed: {why}",
+                               "the problem's own Model must run at every size: check the problem file")
+        ref = Reference(trials=res.trials, truths=load_tensors(res.outputs_file, "truths", workdir),
+                        pool=load_tensors(res.outputs_file, "pool", workdir),
+                        eager_ms=res.eager.median_ms if res.eager else None)
+        if len(ref.truths) != len(ref.trials) or [t.id for t in ref.trials] != [t.id for t in trials]:
+            raise HarnessError(f"the reference for problem {problem.name} wrote no truths",
+                               "the problem's own Model must return tensors")
+        return ref
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _save_reference(ref: Reference, path: Path) -> None:
+    import torch
+
+    torch.save({"trials": json.dumps([t.model_dump(mode="json") for t in ref.trials]), "truths": ref.truths,
+                "pool": ref.pool, "eager_ms": ref.eager_ms}, path)
+
+
+def _load_reference(disk: DiskCache | None, name: str, trials: list[TrialSpec]) -> Reference | None:
+    """A cached reference, if there is a whole one for exactly these trials."""
+    hit = disk.get(name, ".pt") if disk else None
+    if hit is None:
+        return None
+    import torch
+
+    try:
+        data: dict[str, Any] = torch.load(hit, map_location="cpu", weights_only=True)
+        ref = Reference(trials=[TrialRecord.model_validate(t) for t in json.loads(data["trials"])],
+                        truths=list(data["truths"]), pool=list(data["pool"]), eager_ms=data["eager_ms"])
+    except Exception as e:  # a torn or foreign file: recompute it
+        log.debug("ignoring the cached reference %s: %s", hit, e)
+        return None
+    if [t.id for t in ref.trials] != [t.id for t in trials] or len(ref.truths) != len(trials):
+        return None
+    return ref
+
+
+def _compute_baseline(problem: ProblemSpec, device: Device, hide: list[Path], gpu_lock: Path | None) -> WorkerResult | None:
+    workdir = Path(tempfile.mkdtemp(prefix="agent-base-"))
+    try:
+        sizes = sizes_for(problem, device)[:1]
+        job = prepare_job(workdir, "baseline", problem, device=device, sizes=sizes,
+                          trials=plan_trials(sizes, 0, ["problem"]), gpu_lock=gpu_lock)
+        sb = run_worker(workdir, job, device, settings().sandbox.baseline_timeout_s, None, hide, gpu_lock)
+        res = read_result(workdir / "result.json")
+        if res is None or not res.ok:
+            log.warning("baseline timing for %s failed: %s", problem.name,
+                        res.error.message if res and res.error else sandbox_failure(sb))
+            return None
+        return res
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _write_text(path: Path, text: str) -> None:
+    path.write_text(text)
