@@ -167,3 +167,29 @@ def test_records_from_before_the_two_clocks_read_as_device_time():
     t = Timing.model_validate(old)
     assert (t.objective, t.device_ms, t.latency_ms, t.device_speedup_vs_eager) == ("device", 1.39, 1.41, 1.26)
     assert t.clock("latency") == (1.41, 0.0) and t.clock("device") == (1.39, 0.3)
+
+
+# ---------------------------------------------------------------- where an evaluation's seconds go
+
+
+def test_phases_split_the_workers_life_at_its_marks_and_clamp_what_it_claims():
+    from agent.harness.pipeline import phases
+
+    marks = {"main": 10.5, "ready": 13.0, "imported": 13.1, "first": 14.0, "validated": 15.0, "timed": 16.0}
+    out = phases(0.2, 0.01, 10.0, 16.5, marks, truth_s=1.0, judge_s=0.1)
+    assert list(out) == ["checks", "prepare", "start", "imports", "load", "compile", "validate", "timing", "exit",
+                         "truth", "judge"]
+    assert [out[k] for k in ("start", "imports", "load", "compile", "validate", "timing", "exit")] == pytest.approx(
+        [0.5, 2.5, 0.1, 0.9, 1.0, 1.0, 0.5])
+    forged = phases(0, 0, 10.0, 12.0, {"main": 5.0, "ready": 99.0}, 0, 0)  # before its start, after its end
+    assert forged["start"] == 0.0 and forged["imports"] == 2.0 and forged["exit"] == 0.0
+
+
+def test_a_hang_is_charged_to_the_phase_it_hung_in():
+    from agent.harness.job import WorkerResult
+    from agent.harness.pipeline import _last_phase, phases
+
+    hung = WorkerResult(mode="evaluate", phase="validate", marks={"main": 10.2, "ready": 12.0, "imported": 12.1})
+    out = phases(0, 0, 10.0, 70.0, hung.marks, 0, 0, _last_phase(hung))
+    assert out["compile"] == pytest.approx(57.9) and "exit" not in out  # its first call never returned
+    assert _last_phase(None) == "start"

@@ -70,17 +70,21 @@ def evaluate(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
     result.phase = "build"
     gpu.take("shared", result, job)  # everything before (interpreter, torch, triton imports) overlaps others' timing
     session.prepare()
-    mark(result, "ready")
+    # each mark is written with the phase that follows it: a worker killed next is reported in the right phase
+    result.phase = "import"
+    mark(result, "ready", job)
     model_new = session.import_model_new()
-    mark(result, "imported")
+    result.phase = "validate"
+    mark(result, "imported", job)
     timed = session.validate(model_new)
-    mark(result, "validated")
     if job.plan is not None and timed is not None:
         result.phase = "timing"
+        mark(result, "validated", job)  # validation outputs are safe even if timing crashes or hangs
         gpu.take("exclusive", result, job)
-        write_result(result, job)  # validation outputs are safe even if timing crashes or hangs
         session.time(*timed)
-        mark(result, "timed")
+        mark(result, "timed", job)
+    else:
+        mark(result, "validated", job)
 
 
 class _Session:
@@ -149,7 +153,7 @@ class _Session:
                 for trial in job.trials:
                     self._trial(trial, p, model_new, models, buffers)
                     if "first" not in result.marks:  # the first call compiles the kernels (and autotunes)
-                        mark(result, "first")
+                        mark(result, "first", job)
                     if timed is None and trial.size == 0:
                         timed = (models[0], buffers[0])
                 p += 1

@@ -163,7 +163,7 @@ def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Li
         timed = load_tensors(res.outputs_file, "timing", workdir) if res else []
         judge(result, sb, res, ref, base, outputs, timed, job.trials, req, device, lim)
         result.phases = phases(job.static_s, spawned - start, spawned, exited, res.marks if res else {}, truth_s,
-                               time.monotonic() - exited - truth_s)
+                               time.monotonic() - exited - truth_s, "exit" if res and res.ok else _last_phase(res))
     except HarnessError:
         raise
     except Exception as e:  # a harness bug must not take the agent down either
@@ -180,18 +180,29 @@ _MARKS = (("main", "start"), ("ready", "imports"), ("imported", "load"), ("first
           ("validated", "validate"), ("timed", "timing"))
 
 
+def _last_phase(res: WorkerResult | None) -> str:
+    """The phase an unfinished worker was in, as `phases` names it (validating before the first call ended is
+    compiling: the first call compiles the kernels)."""
+    if res is None:
+        return "start"
+    if res.phase == "validate" and "first" not in res.marks:
+        return "compile"
+    return {"build": "imports", "import": "load"}.get(res.phase, res.phase)
+
+
 def phases(static_s: float, before_s: float, spawned: float, exited: float, marks: dict[str, float], truth_s: float,
-           judge_s: float) -> dict[str, float]:
+           judge_s: float, last: str = "exit") -> dict[str, float]:
     """Seconds per phase of one evaluation, in order. The worker's marks are clamped into its lifetime (they are its
-    word, used for figures only); time after its last mark is `exit`."""
+    word, used for figures only); the time after its last mark goes to `last`: `exit` for a worker that finished,
+    else the phase it was in when it ended (a hang's seconds show where it hung)."""
     out = {"checks": round(static_s, 3), "prepare": round(before_s, 3)}
-    last = spawned
+    at = spawned
     for mark, name in _MARKS:
         if mark in marks:
-            t = min(max(marks[mark], last), exited)
-            out[name] = round(t - last, 3)
-            last = t
-    out["exit"] = round(exited - last, 3)
+            t = min(max(marks[mark], at), exited)
+            out[name] = round(t - at, 3)
+            at = t
+    out[last] = round(out.get(last, 0.0) + exited - at, 3)
     out["truth"] = round(truth_s, 3)
     out["judge"] = round(judge_s, 3)
     return out

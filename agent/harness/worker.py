@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     if job.mode == "profile":
         return candidate.profile(job, gpu)
     result = WorkerResult(mode=job.mode)
-    mark(result, "main")
+    mark(result, "main", job)
     handler = {"reference": _reference, "evaluate": candidate.evaluate, "baseline": _baseline}[job.mode]
     try:
         handler(job, result, gpu)

@@ -78,11 +78,13 @@ def describe_error(exc: BaseException, phase: str, job: WorkerJob) -> WorkerErro
     return WorkerError(kind="compile_error" if compile_like else "runtime_error", phase=phase, message=msg, line=line)
 
 
-def mark(result: WorkerResult, name: str) -> None:
-    """The end of a phase (the parent turns marks into seconds per phase: agent.harness.pipeline.phases)."""
+def mark(result: WorkerResult, name: str, job: WorkerJob) -> None:
+    """The end of a phase (the parent turns marks into seconds per phase: agent.harness.pipeline.phases), written at
+    once: a worker killed later still says how far it got."""
     import time
 
     result.marks[name] = time.monotonic()
+    write_result(result, job)
 
 
 def write_result(result: WorkerResult, job: WorkerJob) -> None:
