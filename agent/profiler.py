@@ -134,6 +134,10 @@ def profile(req: ProfileRequest) -> Profile:
     if not kernels:
         raise ProfileError("no_kernels", "the candidate defines no @triton.jit kernel to profile")
 
+    if req.gpu_lock is None:  # profile behind this GPU's lock, like every evaluation here (exclusive while counting)
+        from agent.harness.gpulock import lock_path
+
+        req = req.model_copy(update={"gpu_lock": lock_path(_visible_device(req.device))})
     workdir = Path(tempfile.mkdtemp(prefix="agent-profile-"))
     try:
         job_path = prepare_job(workdir, "profile", req.problem, code=req.code, device="cuda", gpu_lock=req.gpu_lock)

@@ -4,7 +4,7 @@
    torch.compile at gap44's full size, each two ways, with code of its own (not agent.harness.timing):
    device  = CUDA events around calls queued back to back, a reading L2 flush before each;
    latency = flush, synchronize, then one call timed on the host clock until synchronize returns;
-   medians of REPS calls, fresh inputs each call.
+   medians of REPS calls (latency: calls over about a second, at most LATENCY_MAX), fresh inputs each call.
 2. harness: `agent eval --json` of the same file, twice, with a fresh cache directory: cold (it computes the truths
    and baselines) and warm (a second process reuses both); wall time of each `agent eval` process, its phases.
 3. agreement: harness vs plain, candidate / eager / compile on both clocks, in percent.
@@ -29,6 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 OUT = Path(os.environ.get("OUT", "."))
 REPS = 100
+LATENCY_WINDOW_S, LATENCY_MAX = 1.0, 1000
 ALGEBRAIC = REPO / "bench" / "candidates" / "gap44_algebraic.py"
 ROWSUM = REPO / "bench" / "candidates" / "gap44_rowsum.py"
 HANG = REPO / "tests" / "candidates" / "infinite_loop.py"
@@ -61,8 +62,9 @@ def plain_clocks(fn, x, flush) -> dict:
             ends[i].record()
         torch.cuda.synchronize()
         device = [s.elapsed_time(e) for s, e in zip(starts, ends)]
-        latency = []
-        for _ in range(REPS):
+        # the latency samples span about a second (a host-bound call's dispatch time drifts), at most LATENCY_MAX
+        t_end, latency = time.perf_counter() + LATENCY_WINDOW_S, []
+        while len(latency) < LATENCY_MAX and (time.perf_counter() < t_end or len(latency) < REPS):
             x.normal_()
             flush.sum()
             torch.cuda.synchronize()

@@ -70,6 +70,15 @@ def test_the_fingerprint_names_versions_gpu_settings_and_code():
     assert fingerprint("cpu", "whatever") == fingerprint("cpu", "other")  # CPU mode: no GPU in the key
 
 
+def test_the_fingerprint_follows_what_changes_a_result_and_nothing_else(monkeypatch):
+    before = fingerprint("cuda", "H100")
+    monkeypatch.setattr(settings().sandbox, "gpu_slots", settings().sandbox.gpu_slots + 1)  # how many run at once
+    monkeypatch.setattr(settings().cache, "max_mb", settings().cache.max_mb * 2)
+    assert fingerprint("cuda", "H100") == before
+    monkeypatch.setattr(settings().timing, "latency_window_ms", settings().timing.latency_window_ms * 2)
+    assert fingerprint("cuda", "H100") != before
+
+
 # ---------------------------------------------------------------- the salt
 
 

@@ -66,10 +66,10 @@ def test_harness_timing_agrees_with_an_independent_measurement(shared):
     assert r.verdict == Verdict.CORRECT, r.message
     assert r.timing is not None and r.timing.meaningful
     here = _independent_ms(ROWSUM)
-    print(f"\nrowsum: harness {r.timing.candidate_ms:.4f} ms (spread {r.timing.candidate_spread_pct:.2f}%), "
+    print(f"\nrowsum: harness {r.timing.device_ms:.4f} ms (spread {r.timing.device_spread_pct:.2f}%), "
           f"independent {here:.4f} ms")
-    assert abs(r.timing.candidate_ms - here) / here < 0.10, (r.timing.candidate_ms, here)
-    assert r.timing.candidate_spread_pct < 3.0
+    assert abs(r.timing.device_ms - here) / here < 0.10, (r.timing.device_ms, here)
+    assert r.timing.device_spread_pct < 3.0
 
 
 def test_ncu_profiles_the_seed_kernel_inside_the_sandbox(tmp_path):
@@ -100,8 +100,29 @@ def test_two_workers_on_one_gpu_time_as_one_does(shared):
         pool.close()
     assert [r.verdict for r in results] == [Verdict.CORRECT] * 4
     assert alone.timing is not None
-    print(f"\nalone {alone.timing.candidate_ms:.4f} ms; two workers: "
-          f"{[round(r.timing.candidate_ms, 4) for r in results if r.timing]}")
-    for r in results:
+    print(f"\nalone {alone.timing.device_ms:.4f} ms; two workers: "
+          f"{[round(r.timing.device_ms, 4) for r in results if r.timing]}")
+    for r in results:  # the device clock within 3 %; a call's latency (host included) drifts more (H100: 1.43-1.49 ms)
         assert r.timing is not None
-        assert abs(r.timing.candidate_ms - alone.timing.candidate_ms) / alone.timing.candidate_ms < 0.03
+        assert abs(r.timing.device_ms - alone.timing.device_ms) / alone.timing.device_ms < 0.03
+        assert abs(r.timing.latency_ms - alone.timing.latency_ms) / alone.timing.latency_ms < 0.10
+
+
+def test_candidates_evaluated_at_once_on_one_gpu_time_as_one_alone_does(shared, monkeypatch):
+    """gpu_slots: several candidates' workers at once behind the GPU's lock; each one's two clocks are what it gets
+    alone, and every wait for the lock is shown as its own phase."""
+    from agent.harness.settings import settings
+
+    monkeypatch.setattr(settings().sandbox, "gpu_slots", 1)
+    [alone] = evaluate_many([EvalRequest(source=ROWSUM, problem=GAP44, stage=STAGE, device="cuda")], shared)
+    monkeypatch.setattr(settings().sandbox, "gpu_slots", 3)
+    results = evaluate_many([EvalRequest(source=ROWSUM, problem=GAP44, stage=STAGE, device="cuda")] * 3, shared)
+    assert [r.verdict for r in results] == [Verdict.CORRECT] * 3
+    assert alone.timing is not None
+    print(f"\nalone {alone.timing.device_ms:.4f} ms; three at once: "
+          f"{[round(r.timing.device_ms, 4) for r in results if r.timing]}, phases {[r.phases for r in results]}")
+    for r in results:
+        assert r.timing is not None and "queued" in r.phases
+        assert abs(r.timing.device_ms - alone.timing.device_ms) / alone.timing.device_ms < 0.03
+        assert abs(r.timing.latency_ms - alone.timing.latency_ms) / alone.timing.latency_ms < 0.10
+    assert any(r.phases.get("gpu wait", 0) > 0 for r in results)  # they did meet at the lock

@@ -124,6 +124,50 @@ def test_static_verdicts_cost_no_process():
     assert result.code is not None and result.checks == []
 
 
+def test_only_what_a_neighbour_on_the_gpu_can_cause_is_evaluated_again():
+    from agent.harness.pipeline import neighbours_fault
+
+    def result(verdict: Verdict, message: str) -> EvalResult:
+        return EvalResult(verdict=verdict, message=message, device="cuda")
+
+    assert neighbours_fault(result(Verdict.TIMEOUT, "no result within 45 s while waiting for the GPU (the limit ...)"))
+    assert neighbours_fault(result(Verdict.RUNTIME_ERROR, "running forward: torch.OutOfMemoryError: CUDA out of memory."))
+    assert not neighbours_fault(result(Verdict.TIMEOUT, "no result within 45 s while running forward (the limit ...)"))
+    assert not neighbours_fault(result(Verdict.INCORRECT, "out of memory"))  # only a crash can be a neighbour's
+    assert not neighbours_fault(result(Verdict.CORRECT, ""))
+    assert not neighbours_fault(None)
+
+
+def test_a_worker_started_before_its_job_evaluates_the_answer_it_is_given_later():
+    from agent.harness import prewarm_for
+
+    req = request(starting_code(load_problem("gap44")) or "")
+    warm = prewarm_for(req, "cpu")
+    result = evaluate(req, warm=warm)
+    assert result.verdict == Verdict.CORRECT, result.message
+    assert not warm.workdir.exists()  # used, then cleaned up like any worker's
+
+
+def test_an_early_worker_whose_answer_fails_the_checks_is_ended_unused():
+    from agent.harness import prewarm_for
+
+    req = request((CANDIDATES / "pure_pytorch.py").read_text())
+    warm = prewarm_for(req, "cpu")
+    result = evaluate(req, warm=warm)
+    assert result.verdict == Verdict.RULE_VIOLATION
+    assert not warm._thread.is_alive() and not warm.workdir.exists()
+
+
+def test_an_early_worker_started_for_another_device_is_not_used():
+    from agent.harness import prewarm_for
+
+    req = request(starting_code(load_problem("gap44")) or "")
+    warm = prewarm_for(req.model_copy(update={"hide": [REPO / "candidates"]}), "cpu")  # a different wall
+    assert not warm.fits("cpu", [], None) and warm.fits("cpu", [REPO / "candidates"], None)
+    result = evaluate(req, warm=warm)
+    assert result.verdict == Verdict.CORRECT and not warm._thread.is_alive()
+
+
 def test_syntax_error_names_the_line():
     result = evaluate(request((CANDIDATES / "syntax_error.py").read_text()))
     assert result.verdict == Verdict.SYNTAX_ERROR and result.message.startswith("line 11:")

@@ -32,9 +32,10 @@ def test_a_slow_problem_gets_a_longer_limit_than_a_fast_one():
 
 def test_the_calls_counted_are_the_trials_and_both_clocks():
     t = settings().timing
-    reps = int(min(t.max_reps, max(t.min_reps, t.target_ms / 2.0)))
+    device = int(min(t.max_reps, max(t.min_reps, t.target_ms / 2.0)))
+    latency = int(min(t.latency_max_reps, max(t.min_reps, t.latency_window_ms / 2.0)))
     assert calls(2.0, 12, timed=False) == 24  # each trial, and a warm-up before it
-    assert calls(2.0, 12, timed=True) == 24 + t.warmup_calls + 3 + reps + max(t.min_reps, min(t.latency_reps, reps))
+    assert calls(2.0, 12, timed=True) == 24 + t.warmup_calls + 3 + device + latency
 
 
 def test_timeout_given_by_the_user_wins_and_says_so():

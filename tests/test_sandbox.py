@@ -63,6 +63,19 @@ def test_timeout_kills_everything_the_command_started(tmp_path):
     assert not marker.exists()
 
 
+def test_a_deadline_armed_after_the_start_ends_the_command(tmp_path):
+    import threading
+
+    from agent.harness.sandbox import Deadline
+
+    deadline = Deadline()
+    threading.Timer(1.0, lambda: deadline.arm(0.5)).start()  # the limit starts a second in, for half a second
+    t0 = time.monotonic()
+    res = run_sandboxed([sys.executable, "-c", "import time; time.sleep(60)"], workdir=tmp_path, timeout_s=120,
+                        deadline=deadline)
+    assert res.timed_out and 1.4 < time.monotonic() - t0 < 10
+
+
 def test_a_detached_daemon_dies_with_the_command(tmp_path):
     marker = tmp_path / "daemon.txt"
     r = py(_marker_code(marker, 2, detach=True), tmp_path)

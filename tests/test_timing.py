@@ -37,6 +37,9 @@ class SimGpu:
     def sum(self, _: object) -> None:
         self.queue = max(self.queue, self.host) + self.flush_ms
 
+    def sleep(self, cycles: int) -> None:  # this GPU spins 1e6 cycles per ms
+        self.queue = max(self.queue, self.host) + cycles / 1e6
+
     def sync(self) -> None:
         self.host = max(self.host, self.queue, self.side)
 
@@ -94,6 +97,14 @@ def test_a_host_bound_call_has_a_small_device_time_and_a_larger_latency():
     assert stats.note == ""  # host plus device explain the latency: the device clock stands
 
 
+def test_a_host_slower_than_the_flush_does_not_leak_into_the_device_clock():
+    """The same forward on a busy host (other candidates compiling beside it): its dispatch outlasts the flush, and
+    without a head start the events would hold the GPU waiting for the host."""
+    stats = bench(SimGpu(host_ms=0.30, device_ms=0.047, flush_ms=0.08)).gpu()
+    assert stats.median_ms == pytest.approx(0.047)
+    assert stats.latency_ms == pytest.approx(0.30) and stats.note == ""
+
+
 def test_work_the_events_do_not_see_makes_the_device_clock_report_the_latency():
     stats = bench(SimGpu(host_ms=0.01, device_ms=0.05, hidden_ms=2.0)).gpu()
     assert stats.latency_ms == pytest.approx(2.005)
@@ -107,8 +118,9 @@ def test_each_clock_checks_its_own_inputs_at_the_plans_positions():
                       latency_positions=[(i + 0.5) / n for i in range(n)], fresh_seed=7)
     b = bench(SimGpu(host_ms=0.02, device_ms=1.0), plan)
     stats = b.gpu()
-    # the device loop's samples are pool inputs 0..n-1, the latency loop's n..2n-1: never the same content twice
-    assert stats.sampled == list(range(2 * n))
+    # the device loop's samples are pool inputs 0..n-1, the latency loop's n..2n-1: never the same content twice;
+    # listed in the order the outputs were kept (the latency loop runs first: it measures the host's dispatch)
+    assert stats.sampled == list(range(n, 2 * n)) + list(range(n))
     assert len(b.outputs) == 2 * n
     assert stats.repeats >= settings().timing.min_reps and stats.latency_repeats >= settings().timing.min_reps
 
@@ -183,6 +195,18 @@ def test_phases_split_the_workers_life_at_its_marks_and_clamp_what_it_claims():
         [0.5, 2.5, 0.1, 0.9, 1.0, 1.0, 0.5])
     forged = phases(0, 0, 10.0, 12.0, {"main": 5.0, "ready": 99.0}, 0, 0)  # before its start, after its end
     assert forged["start"] == 0.0 and forged["imports"] == 2.0 and forged["exit"] == 0.0
+
+
+def test_waiting_for_the_gpu_lock_is_its_own_phase_not_the_candidates():
+    from agent.harness.pipeline import phases
+
+    marks = {"main": 10.5, "ready": 13.0, "imported": 13.1, "first": 14.0, "validated": 15.0, "timed": 19.0}
+    out = phases(0, 0, 10.0, 19.5, marks, 0, 0, waits={"shared": 2.0, "exclusive": 3.5})
+    assert out["imports"] == pytest.approx(0.5) and out["timing"] == pytest.approx(0.5)
+    assert out["gpu wait"] == pytest.approx(5.5)
+    assert sum(out.values()) == pytest.approx(9.5)  # the worker's life, still all accounted for
+    claimed = phases(0, 0, 10.0, 19.5, marks, 0, 0, waits={"exclusive": 60.0})  # more than the phase lasted
+    assert claimed["timing"] == 0.0 and claimed["gpu wait"] == pytest.approx(4.0)
 
 
 def test_a_hang_is_charged_to_the_phase_it_hung_in():

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Literal
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,7 +42,7 @@ def _cache_dir() -> Path:
 
 def handle(args: argparse.Namespace) -> int:
     from agent.errors import UserError
-    from agent.harness import EvalRequest, default_device, evaluate
+    from agent.harness import EvalRequest, default_device, evaluate, prewarm_for
     from agent.problems import load_problem
 
     if not args.file.is_file():
@@ -52,17 +53,23 @@ def handle(args: argparse.Namespace) -> int:
         raise UserError(f"cannot read {args.file}: {e}") from e
     problem = load_problem(args.problem)
     stage = _stage(args.stage)
-    device = args.device or default_device()
-    if device == "cuda" and default_device() != "cuda":
-        raise UserError("--device cuda, but no CUDA device is available", hint="use --device cpu")
     if args.timeout is not None and args.timeout <= 0:
         raise UserError("--timeout must be positive")
-    from agent.wiring import local_bandwidth
+    req = EvalRequest(source=source, problem=problem, stage=stage, device=args.device or _likely_device(),
+                      time_it=not args.no_timing, cache_dir=args.cache_dir or _cache_dir(), timeout_s=args.timeout,
+                      objective=args.objective)
+    # the worker imports torch and Triton while this process does the same for the checks (agent.harness.prewarm)
+    warm = prewarm_for(req, req.device or "cpu")
+    try:
+        device = args.device or default_device()
+        if device == "cuda" and default_device() != "cuda":
+            raise UserError("--device cuda, but no CUDA device is available", hint="use --device cpu")
+        from agent.wiring import local_bandwidth
 
-    req = EvalRequest(source=source, problem=problem, stage=stage, device=device, time_it=not args.no_timing,
-                      cache_dir=args.cache_dir or _cache_dir(), bandwidth_gbs=local_bandwidth(device),
-                      timeout_s=args.timeout, objective=args.objective)
-    result = evaluate(req)
+        req = req.model_copy(update={"device": device, "bandwidth_gbs": local_bandwidth(device)})
+        result = evaluate(req, warm=warm)
+    finally:
+        warm.cancel()  # unused (a wrong guess, an error above) or already finished: either way, gone
     if args.json:
         print(json.dumps(result.model_dump(mode="json")))
     else:
@@ -70,6 +77,14 @@ def handle(args: argparse.Namespace) -> int:
 
         console().print(eval_view(result, problem.name, stage.name))
     return 0
+
+
+def _likely_device() -> Literal["cuda", "cpu"]:
+    """Where `default_device` will say, guessed without importing torch (a wrong guess costs the early worker)."""
+    import os
+
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    return "cuda" if Path("/dev/nvidiactl").exists() and visible not in ("", "-1") else "cpu"
 
 
 def _stage(name: str):

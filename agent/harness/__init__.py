@@ -6,7 +6,7 @@ Importing this package is cheap (no torch, and workers importing agent.harness.j
 
 The parent's side, one job per module: extract (the code in an answer), policy + reach + names + pointers (the
 static allowlist), sandbox + contain + proctree (the wall), job (what a worker is asked and answers), pipeline (one
-evaluation end to end, and the Shared truths and baselines), validate + rules + judge (the verdict from what the
+evaluation end to end, and the Shared truths and baselines), prewarm (a worker started before its job), validate + rules + judge (the verdict from what the
 worker reported), evaluator (the loop's Evaluator), gpulock, settings (agent/data/harness.toml).
 The worker's side, inside the wall: worker (the modes that never import candidate code), candidate (the two that
 do), workerio (what the modes share), inputs, trusted, trace, timing.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["EvalRequest", "HarnessError", "Shared", "default_device", "evaluate", "evaluate_many"]
+__all__ = ["EvalRequest", "HarnessError", "Shared", "default_device", "evaluate", "evaluate_many", "prewarm_for"]
 
 
 def __getattr__(name: str) -> Any:

@@ -46,7 +46,8 @@ def fingerprint(device: str, gpu: str) -> str:
     return json.dumps({
         "device": device, "gpu": gpu if device == "cuda" else "cpu", "torch": torch.__version__,
         "triton": triton_version, "cuda": torch.version.cuda, "python": platform.python_version(), "code": code,
-        "settings": settings().model_dump(mode="json"),
+        # what changes a truth or a timing; not where or how many candidates run (sandbox), nor the cache's own bound
+        "settings": settings().model_dump(mode="json", include={"validation", "timing"}),
     }, sort_keys=True)
 
 

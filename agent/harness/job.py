@@ -181,6 +181,8 @@ class WorkerResult(Model):
     tampered: list[str] = Field(default_factory=list, description="what the candidate changed in torch, triton, "
                                                                    "builtins or the harness at run time")
     marks: dict[str, float] = Field(default_factory=dict, description="time.monotonic() as each phase ended")
+    waits: dict[str, float] = Field(default_factory=dict, description="seconds spent waiting for the GPU's lock, "
+                                    "by kind (shared, exclusive)")
 
 
 def round_seed(seed: int, round_: int) -> int:
@@ -222,12 +224,21 @@ def plan_timing(device: Device, seed: int) -> TimingPlan:
     return TimingPlan(pool_seeds=pool, positions=positions, latency_positions=latency, fresh_seed=rng.randrange(2**31))
 
 
-def write_job(workdir: Path, job: WorkerJob) -> Path:
-    """Write the job as workdir/job.json; returns its path."""
+def write_job(workdir: Path, job: WorkerJob, publish: bool = True) -> Path:
+    """Write the job as workdir/job.json; returns its path. `publish=False` leaves it as job.json.tmp for the caller
+    to rename (publish_job) once the rest of the workdir is ready: a worker started early waits for the name."""
     workdir.mkdir(parents=True, exist_ok=True)
     path = workdir / JOB_FILE
-    path.write_text(job.model_dump_json(indent=2))
+    tmp = workdir / (JOB_FILE + ".tmp")
+    tmp.write_text(job.model_dump_json(indent=2))
+    if publish:
+        publish_job(path)
     return path
+
+
+def publish_job(path: Path) -> None:
+    """Give the job its name, whole or not at all (agent.harness.prewarm)."""
+    os.replace(path.with_name(JOB_FILE + ".tmp"), path)
 
 
 def worker_argv(job_path: Path) -> list[str]:
@@ -248,6 +259,7 @@ def prepare_job(
     plan: TimingPlan | None = None,
     time_eager: bool = False,
     gpu_lock: Path | None = None,
+    publish: bool = True,
 ) -> Path:
     """Lay out a workdir (problem copy, candidate file, outputs dir) and write its job; returns the job path.
 
@@ -278,7 +290,7 @@ def prepare_job(
         outputs_dir=outputs,
         gpu_lock=gpu_lock,
     )
-    return write_job(workdir, job)
+    return write_job(workdir, job, publish)
 
 
 def worker_env(device: Device) -> dict[str, str]:

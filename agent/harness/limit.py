@@ -42,7 +42,8 @@ def calls(call_ms: float, trials: int, timed: bool) -> int:
     """Calls a candidate as fast as `call_ms` makes: each trial (and a warm-up before a traced one), then timing."""
     n = 2 * trials
     if timed:
+        from agent.harness.timing import device_reps, latency_reps
+
         cfg = settings().timing
-        reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_ms / max(call_ms, 1e-3))))
-        n += cfg.warmup_calls + 3 + reps + max(cfg.min_reps, min(cfg.latency_reps, reps))
+        n += cfg.warmup_calls + 3 + device_reps(cfg, call_ms) + latency_reps(cfg, call_ms)
     return n

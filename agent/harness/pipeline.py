@@ -36,10 +36,12 @@ from agent.harness.job import (
 )
 from agent.harness.judge import judge
 from agent.harness.limit import Limit, limit_for
+from agent.harness.prewarm import Prewarm
 from agent.harness.runner import load_tensors, run_worker, sizes_for
 from agent.harness.settings import settings
 from agent.harness.shared import Shared
 from agent.harness.validate import Reference
+from agent.harness.workerio import Gpu
 from agent.redact import scrub
 from agent.schema import EvalResult, Objective, ProblemSpec, Stage, Verdict
 
@@ -71,6 +73,24 @@ def default_device() -> Device:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def default_gpu_lock() -> Path:
+    """The lock of the GPU this process uses (the first of CUDA_VISIBLE_DEVICES, else 0): every process of this host
+    evaluating or profiling on it takes it, so two runs on one GPU never time alongside each other's work."""
+    from agent.harness.gpulock import lock_path
+
+    return lock_path(os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0")
+
+
+def neighbours_fault(result: EvalResult | None) -> bool:
+    """A verdict another candidate on the same GPU may have caused: killed while waiting for the lock (a neighbour
+    hung holding it), or out of GPU memory (a neighbour took it)."""
+    if result is None:
+        return False
+    if result.verdict == Verdict.TIMEOUT:
+        return Gpu.WAIT in result.message
+    return result.verdict == Verdict.RUNTIME_ERROR and "out of memory" in result.message.lower()
 
 
 def _absent(req: EvalRequest) -> list[str]:
@@ -141,20 +161,27 @@ class _Job(BaseModel):
 Truth = tuple[Reference, WorkerResult | None]
 
 
-def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Limit]) -> EvalResult:
-    """Run the candidate's worker, then (after it, so the two can overlap in CPU mode) fetch the shared reference
-    and baseline, and judge."""
+def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Limit],
+                   warm: Prewarm | None = None) -> EvalResult:
+    """Run the candidate's worker (`warm`: one started early, agent.harness.prewarm), then (after it, so the two can
+    overlap in CPU mode) fetch the shared reference and baseline, and judge."""
 
     req, device = job.req, job.device
     start = time.monotonic()
-    workdir = Path(tempfile.mkdtemp(prefix="agent-eval-"))
+    workdir = warm.workdir if warm is not None else Path(tempfile.mkdtemp(prefix="agent-eval-"))
     result = EvalResult(verdict=Verdict.RUNTIME_ERROR, message="", code=job.code, kernels=job.kernels, device=device)
     try:
         lim = limit()
         path = prepare_job(workdir, "evaluate", req.problem, code=job.code, device=device, seed=job.seed,
-                           trials=job.trials, plan=job.plan, gpu_lock=req.gpu_lock)
+                           trials=job.trials, plan=job.plan, gpu_lock=req.gpu_lock, publish=warm is None)
         spawned = time.monotonic()
-        sb = run_worker(workdir, path, device, lim.seconds, req.memory_mb, job.hide(), req.gpu_lock)
+        if warm is not None:
+            warm.release(lim.seconds)
+            started: Prewarm = warm
+            warm = None  # released: it runs to its own end
+            sb = started.wait()
+        else:
+            sb = run_worker(workdir, path, device, lim.seconds, req.memory_mb, job.hide(), req.gpu_lock)
         exited = time.monotonic()
         res = read_result(workdir / "result.json")
         ref, base = truth()
@@ -163,13 +190,16 @@ def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Li
         timed = load_tensors(res.outputs_file, "timing", workdir) if res else []
         judge(result, sb, res, ref, base, outputs, timed, job.trials, req, device, lim)
         result.phases = phases(job.static_s, spawned - start, spawned, exited, res.marks if res else {}, truth_s,
-                               time.monotonic() - exited - truth_s, "exit" if res and res.ok else _last_phase(res))
+                               time.monotonic() - exited - truth_s, "exit" if res and res.ok else _last_phase(res),
+                               res.waits if res else {})
     except HarnessError:
         raise
     except Exception as e:  # a harness bug must not take the agent down either
         log.exception("evaluating a candidate failed")
         result.verdict, result.message = Verdict.RUNTIME_ERROR, f"harness error: {type(e).__name__}: {e}"
     finally:
+        if warm is not None:  # never released (the harness failed before): end it
+            warm.cancel()
         shutil.rmtree(workdir, ignore_errors=True)
     result.duration_s = time.monotonic() - start + job.static_s
     return result
@@ -190,11 +220,16 @@ def _last_phase(res: WorkerResult | None) -> str:
     return {"build": "imports", "import": "load"}.get(res.phase, res.phase)
 
 
+# The phase each wait for the GPU's lock falls in (agent.harness.candidate.evaluate takes the lock at those points).
+_WAITS = {"shared": "imports", "exclusive": "timing"}
+
+
 def phases(static_s: float, before_s: float, spawned: float, exited: float, marks: dict[str, float], truth_s: float,
-           judge_s: float, last: str = "exit") -> dict[str, float]:
+           judge_s: float, last: str = "exit", waits: dict[str, float] | None = None) -> dict[str, float]:
     """Seconds per phase of one evaluation, in order. The worker's marks are clamped into its lifetime (they are its
     word, used for figures only); the time after its last mark goes to `last`: `exit` for a worker that finished,
-    else the phase it was in when it ended (a hang's seconds show where it hung)."""
+    else the phase it was in when it ended (a hang's seconds show where it hung). Waits for the GPU's lock (other
+    candidates' GPU work) are taken out of their phase and shown as `gpu wait`."""
     out = {"checks": round(static_s, 3), "prepare": round(before_s, 3)}
     at = spawned
     for mark, name in _MARKS:
@@ -203,6 +238,15 @@ def phases(static_s: float, before_s: float, spawned: float, exited: float, mark
             out[name] = round(t - at, 3)
             at = t
     out[last] = round(out.get(last, 0.0) + exited - at, 3)
+    waited = 0.0
+    for kind, seconds in (waits or {}).items():
+        name = _WAITS.get(kind, "")
+        if name in out and seconds > 0:
+            w = min(seconds, out[name])
+            out[name] = round(out[name] - w, 3)
+            waited += w
+    if waited:
+        out["gpu wait"] = round(waited, 3)
     out["truth"] = round(truth_s, 3)
     out["judge"] = round(judge_s, 3)
     return out
@@ -211,23 +255,45 @@ def phases(static_s: float, before_s: float, spawned: float, exited: float, mark
 # ---------------------------------------------------------------- public entry points
 
 
-def evaluate(req: EvalRequest, shared: Shared | None = None) -> EvalResult:
-    """Evaluate one answer: the verdict, a message an LLM can act on, checks and (if correct) timing."""
-    return evaluate_many([req], shared)[0]
+def evaluate(req: EvalRequest, shared: Shared | None = None, warm: Prewarm | None = None) -> EvalResult:
+    """Evaluate one answer: the verdict, a message an LLM can act on, checks and (if correct) timing. `warm`: a
+    worker started for it earlier (prewarm_for), used if it fits, ended if not."""
+    return evaluate_many([req], shared, {0: warm} if warm is not None else None)[0]
 
 
-def evaluate_many(reqs: list[EvalRequest], shared: Shared | None = None) -> list[EvalResult]:
+def prewarm_for(req: EvalRequest, device: Device) -> Prewarm:
+    """Start the worker of `req` now, before its checks (agent.harness.prewarm); hand it to `evaluate`."""
+    cfg = settings().sandbox
+    hide = [*req.hide, *([req.cache_dir] if req.cache_dir else [])]
+    lock = req.gpu_lock or (default_gpu_lock() if device == "cuda" else None)
+    return Prewarm(device, hide, lock, cap_s=cfg.reference_timeout_s + (req.timeout_s or cfg.timeout_s),
+                   memory_mb=req.memory_mb)
+
+
+def evaluate_many(reqs: list[EvalRequest], shared: Shared | None = None,
+                  warm: dict[int, Prewarm] | None = None) -> list[EvalResult]:
     """Evaluate several answers, sharing one reference (and baseline) per problem/sizes/seed/device (`shared` keeps
-    them across calls; by default they live for this call only).
+    them across calls; by default they live for this call only). `warm`: workers started early for some of them
+    (by index); whatever is not used is ended.
 
-    GPU: candidates run one after another (their timings must not overlap). CPU mode: in parallel.
+    GPU: up to gpu_slots candidates at once behind the GPU's lock (timing exclusive). CPU mode: in parallel.
     """
-    shared = shared or Shared()
+    warm = dict(warm or {})
+    try:
+        return _evaluate_many(reqs, shared or Shared(), warm)
+    finally:
+        for w in warm.values():
+            w.cancel()
+
+
+def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prewarm]) -> list[EvalResult]:
     results: list[EvalResult | None] = [None] * len(reqs)
     runnable: list[tuple[int, _Job]] = []
     plans: dict[tuple, tuple[int, list[TrialSpec], TimingPlan | None]] = {}
     for i, req in enumerate(reqs):
         device = req.device or default_device()
+        if device == "cuda" and req.gpu_lock is None:  # every evaluation on a GPU takes that GPU's host-wide lock
+            req = req.model_copy(update={"gpu_lock": default_gpu_lock()})
         t0 = time.monotonic()
         static = _static(req, device)
         if isinstance(static, EvalResult):
@@ -256,12 +322,42 @@ def evaluate_many(reqs: list[EvalRequest], shared: Shared | None = None) -> list
 
     def run(item: tuple[int, _Job], base: WorkerResult | None = None) -> None:
         i, job = item
-        results[i] = _run_candidate(job, lambda: truth(job), lambda: limit(job, base))
+        w = warm.pop(i, None)
+        if w is not None and not w.fits(job.device, job.hide(), job.req.gpu_lock):
+            w.cancel()
+            w = None
+        results[i] = _run_candidate(job, lambda: truth(job), lambda: limit(job, base), w)
 
-    # GPU: reference and baseline first, then one candidate at a time (timings must not overlap).
-    for item in (r for r in runnable if r[1].device == "cuda"):
+    # GPU: reference and baseline first; then up to `gpu_slots` candidates at once, behind the GPU's lock (their
+    # start-up, compiles and validation overlap; timing is exclusive). A candidate that met trouble only a neighbour
+    # can cause (killed while it waited for the lock, out of GPU memory) is evaluated again, alone.
+    gpu = [r for r in runnable if r[1].device == "cuda"]
+    slots = min(len(gpu), settings().sandbox.gpu_slots)
+
+    round_start = time.monotonic()
+
+    def run_gpu(item: tuple[int, _Job]) -> None:
+        queued = time.monotonic() - round_start  # waiting for a slot, and for the round's truth
         _, base = truth(item[1])
         run(item, base)
+        result = results[item[0]]
+        if result is not None and slots > 1:
+            result.phases = {"queued": round(queued, 3), **result.phases}
+
+    if slots > 1:
+        with ThreadPoolExecutor(max_workers=slots) as pool:
+            list(pool.map(run_gpu, gpu))
+        for item in gpu:
+            attempt = results[item[0]]
+            if attempt is not None and neighbours_fault(attempt):
+                log.info("evaluating candidate %d again, alone: %s", item[0], attempt.message)
+                run_gpu(item)
+                again = results[item[0]]
+                if again is not None:  # the first attempt's seconds
+                    again.phases = {"retry": round(attempt.duration_s, 3), **again.phases}
+    else:
+        for item in gpu:
+            run_gpu(item)
     # CPU mode: candidates run in parallel, and the (cached, locked) reference alongside the first of them.
     cpu = [r for r in runnable if r[1].device == "cpu"]
     if cpu:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from agent.errors import HarnessError
 from agent.harness.job import Device, worker_argv, worker_env
-from agent.harness.sandbox import SandboxResult, SandboxUnavailable, run_sandboxed
+from agent.harness.sandbox import Deadline, SandboxResult, SandboxUnavailable, run_sandboxed
 from agent.harness.settings import settings
 from agent.schema import ProblemSpec, SizeSet
 
@@ -22,7 +22,7 @@ def sizes_for(problem: ProblemSpec, device: Device) -> list[SizeSet]:
 
 
 def run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, memory_mb: int | None,
-               hide: list[Path], gpu_lock: Path | None) -> SandboxResult:
+               hide: list[Path], gpu_lock: Path | None, deadline: Deadline | None = None) -> SandboxResult:
     """The worker of `job_path`, sandboxed; a sandbox that cannot be built is a HarnessError (never run without)."""
     cfg = settings().sandbox
     mem = memory_mb or (cfg.memory_mb_cpu if device == "cpu" else cfg.memory_mb_gpu)
@@ -36,7 +36,7 @@ def run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, 
     try:
         sb = run_sandboxed(worker_argv(job_path), workdir=workdir, timeout_s=timeout_s, env=env, memory_mb=mem,
                            output_limit_bytes=cfg.output_limit_bytes, address_space_limit=device == "cpu",
-                           hide=hide, expose=expose)
+                           hide=hide, expose=expose, deadline=deadline)
     except SandboxUnavailable as e:
         raise HarnessError(str(e), "candidates never run without their sandbox") from e
     if not sb.contained:

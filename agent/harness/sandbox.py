@@ -66,6 +66,23 @@ class SandboxUnavailable(RuntimeError):
     """This machine refuses every kind of namespace: candidates cannot be contained here."""
 
 
+class Deadline:
+    """A time limit armed after the command started (agent.harness.prewarm: a worker starts before its job exists).
+    Until `arm`, only the hard cap given to run_sandboxed applies; `cancel` ends the command at once."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+
+    def arm(self, seconds: float) -> None:
+        self.at = time.monotonic() + seconds
+
+    def cancel(self) -> None:
+        self.at = time.monotonic()
+
+    def passed(self) -> bool:
+        return self.at is not None and time.monotonic() > self.at
+
+
 class SandboxResult(BaseModel):
     returncode: int | None = None
     signal: str | None = None
@@ -252,14 +269,15 @@ def run_sandboxed(
     file_limit_mb: int | None = None,
     hide: Sequence[Path] = (),
     expose: Sequence[Path] = (),
+    deadline: Deadline | None = None,
 ) -> SandboxResult:
     """Run argv in workdir behind the wall; never raises for anything the command does.
 
     memory_mb: resident memory of the whole process tree, polled (also RLIMIT_AS when address_space_limit, for
     CPU-only commands: CUDA reserves a huge address space). stdout/stderr go to workdir/stdout.log and
     stderr.log; more than output_limit_bytes in total kills the command. `hide`: more directories to mask
-    (a store elsewhere); `expose`: more paths to keep visible, read-only (a lock directory).
-    Raises SandboxUnavailable where no wall can be built at all (see the module doc)."""
+    (a store elsewhere); `expose`: more paths to keep visible, read-only (a lock directory); `deadline`: a limit
+    armed later (timeout_s stays the hard cap). Raises SandboxUnavailable where no wall can be built at all (see the module doc)."""
     cfg = settings().sandbox
     iso = probe()
     workdir = Path(workdir).resolve()
@@ -299,7 +317,7 @@ def run_sandboxed(
                     pass
                 rss = proctree.rss_mb(proc.pid)
                 result.peak_rss_mb = max(result.peak_rss_mb, rss)
-                if time.monotonic() - start > timeout_s:
+                if time.monotonic() - start > timeout_s or (deadline is not None and deadline.passed()):
                     result.killed, result.timed_out = "timeout", True
                 elif memory_mb and rss > memory_mb:
                     result.killed = "memory"
@@ -320,6 +338,13 @@ def run_sandboxed(
     if rc == 125 and "agent sandbox: cannot contain" in result.stderr:
         result.contained = False
     return result
+
+
+def hand_over(workdir: Path) -> None:
+    """Files written into a running command's workdir become the command's (it runs unprivileged)."""
+    uid = probe().uid
+    if uid is not None:
+        _chown_tree(Path(workdir).resolve(), uid)
 
 
 def _chown_tree(root: Path, uid: int) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from agent.datafiles import load_toml
 
@@ -25,7 +25,9 @@ class TimingSettings(_Section):
     min_reps: int
     max_reps: int
     flush_mb: int
-    latency_reps: int
+    latency_window_ms: float
+    latency_max_reps: int
+    head_start_max_ms: float
     wall_factor: float
     wall_slack_ms: float
     cpu_reps: int
@@ -43,6 +45,7 @@ class SandboxSettings(_Section):
     timeout_s: float
     start_allowance_s: float
     slowdown: float
+    gpu_slots: int = Field(ge=1)
     baseline_timeout_s: float
     reference_timeout_s: float
     memory_mb_cpu: int

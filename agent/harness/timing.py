@@ -9,7 +9,7 @@ GPU, two clocks, each after an L2 flush that READS flush_mb before each call (do
 lines the timed kernel must write back: measured 188.5 vs 178.9 us for a plain GAP kernel):
 - device: CUDA events around calls queued back to back (the GPU's time; the host runs ahead);
 - latency: one call from an idle GPU, synchronized, host dispatch included (what a caller of forward waits), with
-  the host's share (until forward returns) on the side. A latency that host and device time cannot explain is work
+  the host's share (until forward returns) on the side; samples spread over a window (host time drifts). A latency that host and device time cannot explain is work
   the events did not see (other streams, work after return): the device clock then reports the latency.
 CPU mode: a few wall-clock calls, marked not meaningful; every one of them is checked.
 
@@ -49,6 +49,16 @@ def sample_indices(positions: list[float], reps: int) -> list[int]:
             i = (i + 1) % reps
         taken.append(i)
     return taken
+
+
+def device_reps(cfg: TimingSettings, call_ms: float) -> int:
+    """Calls timed on the device clock for a call of about `call_ms`: about target_ms of them, within bounds."""
+    return int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_ms / max(call_ms, 1e-3))))
+
+
+def latency_reps(cfg: TimingSettings, call_ms: float) -> int:
+    """Calls timed on the latency clock: spread over about latency_window_ms, within bounds."""
+    return int(min(cfg.latency_max_reps, max(cfg.min_reps, cfg.latency_window_ms / max(call_ms, 1e-3))))
 
 
 class Bench:
@@ -105,28 +115,13 @@ class Bench:
             t.sync()
             probe.append((t.perf_counter() - t0) * 1000)
         est_ms = max(statistics.median(probe), 1e-3)
-        reps = int(min(cfg.max_reps, max(cfg.min_reps, cfg.target_ms / est_ms)))
+        reps = device_reps(cfg, est_ms)
         n = len(self.plan.positions)
 
-        # the device clock: calls queued back to back, events around each
-        at = dict(zip(sample_indices(self.plan.positions, reps), range(n)))
-        stream = t.current_stream()
-        starts = [t.event() for _ in range(reps)]
-        ends = [t.event() for _ in range(reps)]
-        for i in range(reps):
-            self._fill(self.plan.pool_seeds[at[i]] if i in at else None)
-            flush_l2()
-            self._begin()
-            t.record(starts[i], stream)
-            out = self.call()
-            t.record(ends[i], stream)
-            self._end(out, keep=i in at)  # the sampled output's copy is queued after the end event: not timed
-        t.sync()
-        times = [t.elapsed(s, e) for s, e in zip(starts, ends)]
-        samples = [at[i] for i in sorted(at)]
-
-        # the latency clock: one call from an idle GPU, synchronized; checked on inputs of its own
-        lat_reps = max(cfg.min_reps, min(cfg.latency_reps, reps))
+        # the latency clock: one call from an idle GPU, synchronized; checked on inputs of its own. Samples span about
+        # latency_window_ms: a host-bound call's dispatch time drifts over hundreds of ms (H100: 0.09-0.18 ms between
+        # blocks of 100 calls in one process), so a short burst would report whichever state it fell in.
+        lat_reps = latency_reps(cfg, est_ms)
         lat_at = dict(zip(sample_indices(self.plan.latency_positions, lat_reps),
                           range(n, n + len(self.plan.latency_positions))))
         walls, hosts = [], []
@@ -143,7 +138,28 @@ class Bench:
             walls.append((t2 - t0) * 1000)
             hosts.append((t1 - t0) * 1000)
             self._end(out, keep=i in lat_at)
-        samples += [lat_at[i] for i in sorted(lat_at)]
+        lat_samples = [lat_at[i] for i in sorted(lat_at)]
+
+        # the device clock: calls queued back to back, events around each. Before each call the GPU gets a head start
+        # (a spin of about twice the host's dispatch time, measured above): the host has queued the whole call before
+        # the start event runs, so the events hold the GPU's work and none of the host's, however busy the host is.
+        head = self._cycles(min(cfg.head_start_max_ms, 2.0 * statistics.median(hosts) + 0.05))
+        at = dict(zip(sample_indices(self.plan.positions, reps), range(n)))
+        stream = t.current_stream()
+        starts = [t.event() for _ in range(reps)]
+        ends = [t.event() for _ in range(reps)]
+        for i in range(reps):
+            self._fill(self.plan.pool_seeds[at[i]] if i in at else None)
+            flush_l2()
+            t.sleep(head)
+            self._begin()
+            t.record(starts[i], stream)
+            out = self.call()
+            t.record(ends[i], stream)
+            self._end(out, keep=i in at)  # the sampled output's copy is queued after the end event: not timed
+        t.sync()
+        times = [t.elapsed(s, e) for s, e in zip(starts, ends)]
+        samples = lat_samples + [at[i] for i in sorted(at)]  # the order the outputs were kept in
 
         stats = self._stats(times, samples, "")
         stats.latency_ms, stats.latency_spread_pct = statistics.median(walls), spread_pct(walls)
@@ -155,6 +171,18 @@ class Bench:
                           "outside the timed stream or after return; the device clock reports the call's latency")
             stats.median_ms, stats.spread_pct = stats.latency_ms, stats.latency_spread_pct
         return stats
+
+    def _cycles(self, ms: float) -> int:
+        """GPU clock cycles in `ms`, calibrated here (the spin's rate is the SM clock, which varies by GPU and load)."""
+        t, probe = self.t, 1_000_000
+        t.sync()
+        start, end = t.event(), t.event()
+        stream = t.current_stream()
+        t.record(start, stream)
+        t.sleep(probe)
+        t.record(end, stream)
+        t.sync()
+        return int(probe * ms / max(t.elapsed(start, end), 1e-6))
 
     def cpu(self) -> BenchStats:
         """CPU mode: wall-clock calls (interpreter timings say nothing about the GPU)."""

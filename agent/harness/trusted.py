@@ -45,6 +45,7 @@ class Trusted:
             self.record = torch._C._CudaEventBase.record
             self.elapsed = torch._C._CudaEventBase.elapsed_time
             self.current_stream = torch.cuda.current_stream
+            self._sleep = torch._C._cuda_sleep  # a GPU-side spin for N cycles
 
     def sync(self) -> None:
         if self.cuda:
@@ -52,6 +53,10 @@ class Trusted:
 
     def event(self) -> Any:
         return self.event_type(enable_timing=True)
+
+    def sleep(self, cycles: int) -> None:
+        """Queue GPU work that spins for `cycles` clock cycles (the host returns at once)."""
+        self._sleep(int(cycles))
 
 
 def _flags() -> dict[str, Any]:

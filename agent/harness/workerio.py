@@ -35,8 +35,12 @@ class Gpu:
         if result is not None and job is not None:
             result.phase = self.WAIT
             write_result(result, job)
+        import time
+
+        t0 = time.monotonic()
         self.lock.exclusive() if how == "exclusive" else self.lock.shared()
         if result is not None and job is not None:
+            result.waits[how] = round(result.waits.get(how, 0.0) + time.monotonic() - t0, 4)
             result.phase = phase
             write_result(result, job)  # a later kill must not read as a kill while waiting
 

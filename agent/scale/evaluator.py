@@ -109,10 +109,11 @@ class ScaleProfiler:
 
 
 def _only_waited(answer: tuple[str, Any]) -> bool:
-    """A candidate killed while it waited for the GPU lock (another candidate hung on that GPU) deserves a rerun."""
-    from agent.harness.worker import GPU_WAIT
+    """A verdict another candidate on the same GPU may have caused (agent.harness.pipeline.neighbours_fault)
+    deserves a rerun."""
+    from agent.harness.pipeline import neighbours_fault
 
-    return answer[0] == "ok" and answer[1].verdict == Verdict.TIMEOUT and GPU_WAIT in answer[1].message
+    return answer[0] == "ok" and neighbours_fault(answer[1])
 
 
 def _lost(source: str, message: str, device: str) -> EvalResult:

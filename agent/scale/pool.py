@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from agent.errors import UserError
-from agent.scale.settings import scale_settings
+from agent.scale.settings import slots_per_gpu as default_slots
 from agent.scale.worker import _serve
 
 log = logging.getLogger(__package__)  # "agent.scale", as before the split: log lines keep their name
@@ -250,7 +250,7 @@ def local_pool(gpus: list[str], device: str, slots_per_gpu: int | None = None) -
     """Worker processes on this host: `slots_per_gpu` per GPU (cuda), or one per entry of `gpus` (cpu)."""
     if device != "cuda":
         return WorkerPool([LocalHandle(g, "cpu", None) for g in gpus], device="cpu", gpus=[], kind="local")
-    slots = slots_per_gpu or scale_settings().slots_per_gpu
+    slots = slots_per_gpu or default_slots()
     handles: list[_Handle] = [LocalHandle(f"gpu{g}" + (f".{s}" if slots > 1 else ""), "cuda", g)
                               for s in range(slots) for g in gpus]  # slot-major: a short round spreads over GPUs
     return WorkerPool(handles, device="cuda", gpus=gpus, kind="local")

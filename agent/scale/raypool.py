@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from agent.errors import UserError
 from agent.scale.pool import WorkerDied, WorkerPool, _Handle, _Orphans
-from agent.scale.settings import scale_settings
+from agent.scale.settings import slots_per_gpu as default_slots
 from agent.scale.worker import EvalWorker
 
 log = logging.getLogger(__package__)  # "agent.scale", as before the split: log lines keep their name
@@ -135,7 +135,7 @@ def ray_pool(cluster: str, device: str | None = None, *, max_workers: int | None
     if device == "cuda":
         if not n_gpu:
             raise UserError("the Ray cluster has no GPU", "add GPU nodes, or use --device cpu")
-        slots = slots_per_gpu or scale_settings().slots_per_gpu
+        slots = slots_per_gpu or default_slots()
         n = n_gpu * slots
         resources = {"num_gpus": 1.0 / slots, "num_cpus": 1}
         gpus = [str(i) for i in range(n_gpu)]

@@ -11,7 +11,6 @@ from agent.datafiles import load_toml
 
 class ScaleSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    slots_per_gpu: int
     grace_s: float
 
 
@@ -19,3 +18,10 @@ class ScaleSettings(BaseModel):
 def scale_settings() -> ScaleSettings:
     """agent/data/scale.toml, parsed once."""
     return ScaleSettings.model_validate(load_toml("scale.toml"))
+
+
+def slots_per_gpu() -> int:
+    """Workers per GPU: the harness's gpu_slots (candidates at once on one GPU, behind its lock)."""
+    from agent.harness.settings import settings
+
+    return settings().sandbox.gpu_slots
