@@ -120,12 +120,15 @@ def detect_device_name() -> str | None:
     return torch.cuda.get_device_name(0)
 
 
-def resolve_gpu(name: str = "auto") -> GPUSpec:
-    """A target GPU: "auto" detects the running one (no GPU: the seed's 4090, with a warning), else by NAME."""
+def resolve_gpu(name: str = "auto", warn: bool = True) -> GPUSpec:
+    """A target GPU: "auto" detects the running one (no GPU: the seed's 4090, with a warning unless `warn` is False:
+    a CPU-mode run names its target in its own header), else by NAME."""
     if name.strip().lower() == "auto":
         device = detect_device_name()
         if device is None:
-            log.warning("no CUDA device detected; targeting the seed's GPU (%s). Pass --gpu NAME to choose.", FALLBACK)
+            if warn:
+                log.warning("no CUDA device detected; targeting the seed's GPU (%s). Pass --gpu NAME to choose.",
+                            FALLBACK)
             return find_gpu(FALLBACK)  # type: ignore[return-value]
         return closest_gpu(device)
     found = find_gpu(name)

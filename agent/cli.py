@@ -1,7 +1,8 @@
 """`agent` command line: builds the parser from agent.commands.*, turns user errors into one red line.
 
 Exit codes: 0 ok, 2 usage or user error (one line, no traceback), 1 the harness cannot evaluate (one line) or an
-internal error (one line; the traceback with --debug).
+internal error (one line; the traceback with --debug), 128 + N stopped by signal N (Ctrl-C 130, SIGTERM 143, SIGHUP
+129), after killing the candidates' sandboxes and marking a run interrupted.
 """
 
 from __future__ import annotations
@@ -9,11 +10,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import signal
 import sys
+import threading
 from typing import NoReturn
 
 from agent.commands import COMMAND_MODULES
-from agent.errors import HarnessError, UserError
+from agent.errors import HarnessError, Interrupted, UserError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,24 +42,41 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks and debug logs")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.required = True
     for name in COMMAND_MODULES:
         importlib.import_module(f"agent.commands.{name}").register(sub)
     return parser
 
 
+def _stop(signum: int, frame: object) -> None:
+    """SIGINT, SIGTERM, SIGHUP: candidates' sandboxes first (their own sessions never see the signal, and threads
+    waiting on them would keep the agent alive), then unwind like Ctrl-C: a run records itself interrupted."""
+    from agent.harness.proctree import kill_running
+
+    kill_running()
+    raise Interrupted(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command is None:  # `agent` alone: what it can do, not an error
+        parser.print_help()
+        return 0
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _stop)
     try:
         return int(args.func(args) or 0)
     except UserError as e:
         _fail(e.message, e.hint)
     except HarnessError as e:  # not the user's mistake, not a bug of ours either: one line, exit 1
         _fail(e.message, e.hint, code=1)
-    except KeyboardInterrupt:
-        _fail("interrupted")
+    except KeyboardInterrupt as e:  # exit 128 + the signal, as a shell reports a process it stopped
+        signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
+        message = e.message if isinstance(e, Interrupted) else "interrupted"
+        _fail(f"{message} ({signal.Signals(signum).name})", e.hint if isinstance(e, Interrupted) else None,
+              code=128 + signum)
     except BrokenPipeError:
         return 0
     except Exception as e:  # a bug: keep the one-line contract unless asked for the traceback

@@ -26,6 +26,15 @@ class HarnessError(AgentError):
     candidate's fault, and not a usage mistake either: exit 1, in `agent eval` and `agent run` alike."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """A stop signal (Ctrl-C, SIGTERM from `timeout` or a scheduler, SIGHUP from a closed terminal): the CLI says
+    `message` in one line and exits 128 + the signal's number, as a shell would report it."""
+
+    def __init__(self, signum: int, message: str = "interrupted", hint: str | None = None) -> None:
+        super().__init__(message)
+        self.signum, self.message, self.hint = signum, message, hint
+
+
 def unknown(kind: str, value: str, choices: list[str] | tuple[str, ...]) -> UserError:
     """'unknown stage 'x'; choose from: a, b, c' — the error every lookup by name raises."""
     return UserError(f"unknown {kind} {value!r}; choose from: {', '.join(choices)}")

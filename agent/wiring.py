@@ -99,8 +99,10 @@ def _openai(a: Assembly, arg: str | None, calls: CallLog) -> Proposer:
     from agent.llm import Budget, OpenAIConfig, OpenAIProposer
 
     spent = a.store.get_run(a.resumed).usage.cost_usd if a.resumed else 0.0
-    return OpenAIProposer(OpenAIConfig(model=a.config.model), budget=Budget(limit_usd=a.config.budget_usd, spent_usd=spent),
-                          on_call=calls)
+    proposer = OpenAIProposer(OpenAIConfig(model=a.config.model),
+                              budget=Budget(limit_usd=a.config.budget_usd, spent_usd=spent), on_call=calls)
+    proposer.preflight()  # before the run exists: a dead endpoint or a rejected key leaves nothing behind
+    return proposer
 
 
 def _replay_has_answers(store: Store, arg: str) -> None:

@@ -32,7 +32,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import pytest
+try:  # the fixture for the suite; the script below runs without pytest
+    import pytest
+except ImportError:  # pragma: no cover - standalone use
+    pytest = None  # type: ignore[assignment]
 
 CHAT_PATH = "/v1/chat/completions"
 
@@ -181,6 +184,8 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str] = []
         self.paths: list[str] = []
+        self.model_lists = 0  # GET /models (the agent's preflight), answered apart from the script
+        self.reject_keys = False  # True: every request is answered 401, as for a revoked key
         self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True  # a slow answer still sleeping must not block shutdown
         # A short poll interval: shutdown() waits up to one interval, at every test's teardown.
@@ -230,6 +235,28 @@ class FakeOpenAI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+                fake.model_lists += 1
+                if fake.reject_keys:
+                    response = unauthorized()({})
+                elif self.path.rstrip("/").endswith("/models"):
+                    response = _json(200, {"object": "list", "data": [{"id": "gpt-4o", "object": "model"}]})
+                else:
+                    response = _error(404, f"Invalid URL (GET {self.path})", "invalid_request_error", None)
+                self._send(response)
+
+            def _send(self, response: Response) -> None:
+                try:
+                    self.send_response(response.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(response.body)))
+                    for name, value in response.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(response.body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout): nothing to answer
+
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 try:
@@ -258,7 +285,11 @@ class FakeOpenAI:
         return Handler
 
 
-@pytest.fixture
+def _fixture(fn):  # pytest.fixture where pytest is installed
+    return pytest.fixture(fn) if pytest is not None else fn
+
+
+@_fixture
 def fake_openai() -> Iterator[FakeOpenAI]:
     """A started fake server; `.script([...])` what it answers, read `.requests` for what it got."""
     server = FakeOpenAI().start()

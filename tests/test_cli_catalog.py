@@ -34,6 +34,12 @@ def test_help_lists_the_catalog_commands():
         assert f"    {cmd} " in out
 
 
+def test_agent_alone_prints_its_help_and_exits_0():
+    result = agent()
+    assert result.returncode == 0 and result.stderr == b""
+    assert "COMMAND" in result.stdout.decode() and "    run " in result.stdout.decode()
+
+
 def test_help_does_not_import_torch_triton_or_jinja2():
     code = ("import sys\nfrom agent.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
             "print(sorted(m for m in ('torch', 'triton', 'jinja2') if m in sys.modules), file=sys.stderr)\n")

@@ -204,7 +204,8 @@ def test_an_interrupted_or_killed_run_resumes_without_losing_or_duplicating_a_ca
 
     # Ctrl-C: one line saying how to continue, and the run is marked interrupted
     out, err = stop(proc, signal.SIGINT)
-    assert proc.returncode == 2 and "interrupted" in err and f"agent run --resume {run}" in err, err
+    assert proc.returncode == 130 and "interrupted" in err and f"agent run --resume {run}" in err, err
+    assert len(err.strip().splitlines()) == 1
     with Store(tmp_path) as store:
         assert store.get_run(run).status == "interrupted"
 
@@ -243,6 +244,10 @@ def test_an_interrupted_or_killed_run_resumes_without_losing_or_duplicating_a_ca
     ["--llm", "claude"],
     ["--llm", "replay:no-such-run"],
     ["--resume", "no-such-run"],
+    ["--timeout", "0"],
+    ["--patience", "0"],
+    ["--budget-usd", "-1"],
+    ["--samples", "100000"],
 ], ids=lambda f: " ".join(f))
 def test_bad_input_is_one_line_and_exit_2_and_records_nothing(flags, tmp_path):
     p = agent("run", *CPU, "--iterations", 1, *flags, "--root", tmp_path, timeout=60)
@@ -253,9 +258,53 @@ def test_bad_input_is_one_line_and_exit_2_and_records_nothing(flags, tmp_path):
     assert not [d for d in (tmp_path / "candidates").glob("*") if d.is_dir()]  # no run was created
 
 
+@pytest.mark.slow  # evaluates the starting kernel
+def test_a_cpu_run_without_gpu_says_its_target_in_its_header_not_in_a_warning_and_survives_a_narrow_pipe(tmp_path):
+    env = {**environment(), "COLUMNS": "40"}  # piped into a log through a narrow terminal's settings
+    p = subprocess.run([sys.executable, "-m", "agent", "run", "--device", "cpu", "--llm", "offline", "--iterations", "0",
+                        "--root", str(tmp_path)], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert "WARNING" not in p.stderr and "no CUDA device detected" not in p.stderr, p.stderr
+    assert "target 4090, the seed's GPU: --gpu NAME to choose" in p.stdout  # one line, however narrow
+    [line] = [ln for ln in p.stdout.splitlines() if "export with:" in ln]
+    assert line.rstrip().endswith("-o kernel.py") and "agent export " in line  # the command to copy, whole
+
+
+@pytest.mark.parametrize("where", ["missing/parent/dir", "a_file"])
+def test_a_root_that_cannot_be_one_is_refused_not_created(where, tmp_path):
+    (tmp_path / "a_file").write_text("x")
+    root = tmp_path / where
+    p = agent("run", *CPU, "--iterations", 0, "--root", root, timeout=60)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "--root" in p.stderr, p.stderr
+    assert not (tmp_path / "missing").exists()
+
+
 def test_openai_without_a_key_is_one_line_and_records_nothing(tmp_path):
     p = agent("run", *CPU, "--llm", "openai", "--root", tmp_path, timeout=60)
     assert p.returncode == 2 and "OPENAI_API_KEY" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert not [d for d in (tmp_path / "candidates").glob("*") if d.is_dir()]
+
+
+def test_an_endpoint_that_rejects_the_key_is_one_line_before_anything_runs(fake_openai, tmp_path):
+    fake_openai.reject_keys = True
+    t0 = time.monotonic()
+    p = agent("run", *CPU, "--llm", "openai", "--iterations", 1, "--root", tmp_path, server=fake_openai, timeout=60)
+    assert p.returncode == 2 and time.monotonic() - t0 < 30, p.stderr  # no starting kernel was evaluated
+    assert len(p.stderr.strip().splitlines()) == 1 and "rejected the API key" in p.stderr, p.stderr
+    assert "sk-fake" not in p.stderr and fake_openai.requests == []  # one GET of the model list, no completion
+    assert not [d for d in (tmp_path / "candidates").glob("*") if d.is_dir()]  # no run, no seed row
+
+
+def test_an_endpoint_that_is_down_is_one_line_before_anything_runs(tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**environment(), "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1", "OPENAI_API_KEY": "sk-fake"}
+    p = subprocess.run([sys.executable, "-m", "agent", "run", *CPU, "--llm", "openai", "--root", str(tmp_path)],
+                       capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1 and "cannot reach" in p.stderr, p.stderr
     assert not [d for d in (tmp_path / "candidates").glob("*") if d.is_dir()]
 
 
@@ -287,3 +336,44 @@ def test_without_a_key_the_offline_proposer_runs_and_the_screen_says_so(tmp_path
     with Store(tmp_path) as store:
         [record] = store.list_runs()
         assert record.config.llm == "offline" and record.status == "finished"
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The candidate workers below process `pid` (sandboxes: unshare, its init, the worker)."""
+    from agent.harness.proctree import descendants
+
+    found = []
+    for child in descendants(pid):
+        try:
+            if b"agent.harness.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+                found.append(child)
+        except OSError:
+            pass
+    return found
+
+
+def _alive(pids: list[int]) -> list[int]:
+    from agent.harness.proctree import alive
+
+    return [p for p in pids if alive(p)]
+
+
+@pytest.mark.slow  # runs the harness
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_stop_signal_ends_the_run_cleanly_and_takes_the_candidates_sandboxes_with_it(fake_openai, tmp_path, sig):
+    """`timeout`, a scheduler or a container stop sends SIGTERM; a closed terminal SIGHUP: the same as Ctrl-C."""
+    hang = "```python\n" + (REPO / "tests" / "candidates" / "infinite_loop.py").read_text() + "```\n"
+    fake_openai.script([reply(hang, hang)])
+    proc = start("run", *CPU, "--llm", "openai", "--iterations", 1, "--samples", 2, "--root", tmp_path, "--json",
+                 "--timeout", 300, server=fake_openai)
+    wait_for(lambda: len(fake_openai.requests) == 1 and len(_workers_of(proc.pid)) >= 2, 150, proc)
+    workers = _workers_of(proc.pid)
+    t0 = time.monotonic()
+    out, err = stop(proc, sig)
+    assert proc.returncode == 128 + sig and time.monotonic() - t0 < 20, (proc.returncode, err)
+    assert len(err.strip().splitlines()) == 1 and "interrupted" in err and signal.Signals(sig).name in err, err
+    with Store(tmp_path) as store:
+        [record] = store.list_runs()
+        assert record.status == "interrupted"
+    time.sleep(1)
+    assert _alive(workers) == []  # no orphan holds a CPU (or, on a GPU host, the GPU)

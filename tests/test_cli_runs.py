@@ -191,3 +191,62 @@ def test_export_of_a_candidate_without_code_exits_2(root) -> None:
     path, ids = root
     r = agent("export", ids["nocode"], "--root", str(path))
     assert r.returncode == 2 and "has no code" in r.stderr
+
+
+# ---------------------------------------------------------------- agent runs
+
+
+def _copy(root: Path, tmp_path: Path) -> Path:
+    import shutil
+
+    dest = tmp_path / "store"
+    shutil.copytree(root, dest)
+    return dest
+
+
+def test_runs_lists_every_run_with_its_status_problem_and_best(root) -> None:
+    path, ids = root
+    r = agent("runs", "--root", str(path))
+    assert r.returncode == 0, r.stderr
+    for text in (ids["run_a"], ids["run_b"], "gap44", "other", "memory-fusion", "0.220 ms"):
+        assert text in r.stdout, r.stdout
+    rows = json.loads(agent("runs", "--json", "--root", str(path)).stdout)
+    assert [row["id"] for row in rows] == sorted([ids["run_a"], ids["run_b"]], reverse=True)
+    best = {row["id"]: row["best_row"]["candidate"] for row in rows}
+    assert best[ids["run_a"]] == ids["fast"] and rows[0]["candidates"] >= 1
+
+
+def test_runs_rm_deletes_a_run_files_and_rows_and_prune_the_failed_ones(root, tmp_path) -> None:
+    src, ids = root
+    path = _copy(src, tmp_path)
+    running = agent("runs", "rm", ids["run_b"], "--root", str(path))  # its process (this one) is alive
+    assert running.returncode == 2 and "still running" in running.stderr
+    with Store(path) as s:
+        s.finish_run(ids["run_a"])
+        s.finish_run(ids["run_b"])
+    r = agent("runs", "rm", ids["run_b"][:-1], "--root", str(path))  # a unique prefix is enough
+    assert r.returncode == 0 and "removed 1 run" in r.stdout, r.stderr
+    assert not (path / "candidates" / ids["run_b"]).exists()
+    assert [x["id"] for x in json.loads(agent("runs", "--json", "--root", str(path)).stdout)] == [ids["run_a"]]
+    assert ids["other"] not in agent("leaderboard", "--root", str(path)).stdout
+    with Store(path) as s:
+        s.finish_run(ids["run_a"], "failed")
+    r = agent("runs", "prune", "--root", str(path))
+    assert r.returncode == 0 and "removed 1 run" in r.stdout
+    assert json.loads(agent("runs", "--json", "--root", str(path)).stdout) == []
+    bad = agent("runs", "rm", "no-such-run", "--root", str(path))
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_broken_run_json_hides_only_its_own_run_and_reindex_names_it(root, tmp_path) -> None:
+    src, ids = root
+    path = _copy(src, tmp_path)
+    (path / "candidates" / ids["run_b"] / "run.json").write_text("{not json")
+    for f in (path / "candidates").glob("index.sqlite*"):
+        f.unlink()  # the index gone too: everything is read from the files again
+    r = agent("leaderboard", "--json", "--root", str(path))
+    assert r.returncode == 0, r.stderr
+    assert [row["candidate"] for row in json.loads(r.stdout)] == [ids["fast"], ids["slow"]]  # run a still there
+    assert f"{ids['run_b']}/run.json" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = agent("runs", "reindex", "--root", str(path))
+    assert r.returncode == 0 and "reindexed 1 runs" in r.stdout and f"{ids['run_b']}/run.json" in r.stdout, r.stdout

@@ -193,12 +193,38 @@ def agent(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "agent", *args], capture_output=True, text=True, cwd=REPO, timeout=300)
 
 
-def test_cli_eval_prints_json_and_exits_0_whatever_the_verdict():
+def test_cli_eval_prints_json_and_its_exit_code_says_whether_the_answer_is_correct():
     r = agent("eval", str(CANDIDATES / "side_stream.py"), "--problem", "gap44", "--stage", "memory-fusion",
               "--device", "cpu", "--json")
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 3, r.stderr  # judged, not correct (2 is a usage error, 1 the harness's own failure)
     out = json.loads(r.stdout)
     assert out["verdict"] == "rule_violation" and "stream" in out["message"] and out["device"] == "cpu"
+
+
+@pytest.mark.slow
+def test_cli_eval_of_a_folder_judges_every_answer_and_summarizes_like_a_benchmark(tmp_path):
+    for name in ("correct.py", "wrong_scale.py", "no_code.md", "side_stream.py"):
+        (tmp_path / name).write_text((CANDIDATES / name).read_text())
+    (tmp_path / "notes.json").write_text("{}")  # not an answer: skipped
+    r = agent("eval", str(tmp_path), "--device", "cpu", "--json", "--cache-dir", str(tmp_path / "cache"))
+    assert r.returncode == 3, r.stderr
+    out = json.loads(r.stdout)
+    assert [Path(x["file"]).name for x in out["results"]] == ["correct.py", "no_code.md", "side_stream.py",
+                                                               "wrong_scale.py"]
+    assert [x["verdict"] for x in out["results"]] == ["correct", "no_code", "rule_violation", "incorrect"]
+    s = out["summary"]
+    assert (s["answers"], s["correct"], s["fraction_correct"]) == (4, 1, 0.25)
+    assert s["verdicts"] == {"correct": 1, "incorrect": 1, "no_code": 1, "rule_violation": 1}
+    for clock in ("device", "latency"):
+        assert set(s[clock]) == {"faster_than_eager", "faster_than_compile", "geomean_vs_eager", "geomean_vs_compile"}
+    table = agent("eval", str(tmp_path / "correct.py"), str(tmp_path / "no_code.md"), "--device", "cpu",
+                  "--cache-dir", str(tmp_path / "cache"))
+    assert table.returncode == 3 and "correct: 1/2 (50 %)" in table.stdout and "geometric mean" in table.stdout
+
+
+def test_cli_eval_of_a_folder_without_answers_is_one_line(tmp_path):
+    r = agent("eval", str(tmp_path), "--device", "cpu")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "no answer in it" in r.stderr
 
 
 @pytest.mark.slow

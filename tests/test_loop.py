@@ -539,7 +539,7 @@ def test_a_killed_run_resumes_with_the_same_prompt_and_loses_no_candidate(store)
     assert store.get_run(run_id).status == "finished"
 
 
-def test_a_resumed_run_keeps_its_spending_and_its_place_in_a_replay(store, monkeypatch):
+def test_a_resumed_run_keeps_its_spending_and_its_place_in_a_replay(store, monkeypatch, fake_openai):
     results = {"wrong": failed(Verdict.INCORRECT, "incorrect"), "slower": correct(11.0)}
     source_config, source = new_run(store, iterations=2, samples=2)
     go(store, source_config, source, RecordingProposer([answer("wrong"), answer("slower"), answer("slower"),
@@ -554,6 +554,7 @@ def test_a_resumed_run_keeps_its_spending_and_its_place_in_a_replay(store, monke
     assert [a.text for a in proposal.answers] == [answer("slower").text, answer("wrong").text]
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)  # the proposer checks its endpoint when built
     paid = build_proposer(assembly(store, config.model_copy(update={"llm": "openai"}), resumed=source))
     assert paid.budget.spent_usd == pytest.approx(store.get_run(source).usage.cost_usd) and paid.budget.spent_usd > 0
     paid.close()

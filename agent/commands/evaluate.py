@@ -1,6 +1,8 @@
-"""`agent eval FILE`: run one answer (markdown or .py) through the harness and show its verdict.
+"""`agent eval FILE|DIR ...`: run answers (markdown or .py) through the harness and show their verdicts.
 
-Exit 0 whatever the verdict (the verdict is the output); 2 for usage errors.
+One file: its verdict, checks and timing (`--json`: the EvalResult). Several, or a directory: every answer judged
+(sharing one truth), a table and the suite's summary (agent.suite; `--json`: {"results": [...], "summary": ...}).
+Exit 0 when every answer is correct, 3 when one is not (the verdicts are the output); 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from typing import Literal
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="evaluate one candidate answer: verdict, checks, timing vs eager/compile",
-                       description="Extract, check, run (sandboxed), validate against an fp64 truth and time one "
-                                   "candidate. FILE is a raw LLM answer (markdown) or a .py file defining ModelNew.")
-    p.add_argument("file", type=Path, metavar="FILE", help="the answer (markdown) or a .py file")
+    p = sub.add_parser("eval", help="evaluate candidate answers: verdicts, checks, timing vs eager/compile",
+                       description="Extract, check, run (sandboxed), validate against an fp64 truth and time "
+                                   "candidates. FILE is a raw LLM answer (markdown) or a .py file defining ModelNew; "
+                                   "a DIR holds answers (*.md, *.py, *.txt). Exit 0 when all are correct, 3 if not.")
+    p.add_argument("files", type=Path, nargs="+", metavar="FILE|DIR", help="answers (markdown or .py), or folders")
     p.add_argument("--problem", default="gap44", metavar="P", help="built-in problem name or a problem .py path (default: gap44)")
     p.add_argument("--stage", default="memory-fusion", metavar="S", help="stage whose rules apply (default: memory-fusion)")
     p.add_argument("--gpu", default="auto", metavar="NAME", help="target GPU label (timing always uses the local GPU)")
@@ -40,43 +43,60 @@ def _cache_dir() -> Path:
     return Path(base) / "agent"
 
 
+NOT_ALL_CORRECT = 3
+
+
 def handle(args: argparse.Namespace) -> int:
     from agent.errors import UserError
-    from agent.harness import EvalRequest, default_device, evaluate, prewarm_for
+    from agent.harness import EvalRequest, default_device, evaluate_many, prewarm_for
     from agent.problems import load_problem
+    from agent.suite import answer_files
 
-    if not args.file.is_file():
-        raise UserError(f"file not found: {args.file}")
     try:
-        source = args.file.read_text()
+        files = answer_files(args.files)
+        sources = [f.read_text() for f in files]
+    except ValueError as e:
+        raise UserError(str(e)) from None
     except (OSError, UnicodeDecodeError) as e:
-        raise UserError(f"cannot read {args.file}: {e}") from e
+        raise UserError(f"cannot read {getattr(e, 'filename', None) or 'an answer'}: {e}") from None
     problem = load_problem(args.problem)
     stage = _stage(args.stage)
     if args.timeout is not None and args.timeout <= 0:
         raise UserError("--timeout must be positive")
-    req = EvalRequest(source=source, problem=problem, stage=stage, device=args.device or _likely_device(),
-                      time_it=not args.no_timing, cache_dir=args.cache_dir or _cache_dir(), timeout_s=args.timeout,
-                      objective=args.objective)
-    # the worker imports torch and Triton while this process does the same for the checks (agent.harness.prewarm)
-    warm = prewarm_for(req, req.device or "cpu")
+    base = EvalRequest(source="", problem=problem, stage=stage, device=args.device or _likely_device(),
+                       time_it=not args.no_timing, cache_dir=args.cache_dir or _cache_dir(), timeout_s=args.timeout,
+                       objective=args.objective)
+    # the first worker imports torch and Triton while this process does the same for the checks (harness.prewarm)
+    warm = prewarm_for(base, base.device or "cpu")
     try:
         device = args.device or default_device()
         if device == "cuda" and default_device() != "cuda":
             raise UserError("--device cuda, but no CUDA device is available", hint="use --device cpu")
         from agent.wiring import local_bandwidth
 
-        req = req.model_copy(update={"device": device, "bandwidth_gbs": local_bandwidth(device)})
-        result = evaluate(req, warm=warm)
+        base = base.model_copy(update={"device": device, "bandwidth_gbs": local_bandwidth(device)})
+        results = evaluate_many([base.model_copy(update={"source": s}) for s in sources], warm={0: warm})
     finally:
         warm.cancel()  # unused (a wrong guess, an error above) or already finished: either way, gone
-    if args.json:
-        print(json.dumps(result.model_dump(mode="json")))
-    else:
-        from agent.view import console, eval_view
+    single = len(args.files) == 1 and not args.files[0].is_dir()
+    _print(args, files, results, problem.name, stage.name, single)
+    return 0 if all(r.verdict.value == "correct" for r in results) else NOT_ALL_CORRECT
 
-        console().print(eval_view(result, problem.name, stage.name))
-    return 0
+
+def _print(args: argparse.Namespace, files: list[Path], results: list, problem: str, stage: str, single: bool) -> None:
+    from agent.suite import summarize
+
+    if args.json:
+        if single:
+            print(json.dumps(results[0].model_dump(mode="json")))
+        else:
+            print(json.dumps({"results": [{"file": str(f), **r.model_dump(mode="json")} for f, r in zip(files, results)],
+                              "summary": summarize(results).model_dump(mode="json")}))
+        return
+    from agent.view import console, eval_view, suite_view
+
+    console().print(eval_view(results[0], problem, stage) if single else
+                    suite_view(files, results, summarize(results), problem, stage, args.objective))
 
 
 def _likely_device() -> Literal["cuda", "cpu"]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 from pathlib import Path
 from typing import Literal
 
 from agent import wiring
-from agent.errors import UserError
+from agent.errors import Interrupted, UserError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+MAX_SAMPLES = 256
+
+
 def run(args: argparse.Namespace) -> int:
     from agent import loop
     from agent.view import LiveProgress
@@ -54,8 +58,18 @@ def run(args: argparse.Namespace) -> int:
 
     _positive(args.iterations, "--iterations", zero_ok=True)
     _positive(args.samples, "--samples")
+    _positive(args.patience, "--patience")
+    if args.samples > MAX_SAMPLES:  # each one is an LLM answer and a sandboxed evaluation
+        raise UserError(f"--samples {args.samples}: at most {MAX_SAMPLES} candidates per iteration")
     if args.timeout is not None and not args.timeout > 0:
         raise UserError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
+    if args.budget_usd is not None and not args.budget_usd > 0:
+        raise UserError(f"--budget-usd must be > 0, got {args.budget_usd:g}")
+    root = Path(args.root)
+    if root.exists() and not root.is_dir():
+        raise UserError(f"--root {root}: not a directory")
+    if not root.exists() and not root.resolve().parent.is_dir():
+        raise UserError(f"--root {root}: {root.resolve().parent} does not exist", "create it first, or fix the path")
     a = _assembly(args)
     # The proposer is built before the run is created or reopened: a missing key leaves no empty run behind.
     calls = wiring.CallLog(a.store, a.run_id)
@@ -70,16 +84,20 @@ def run(args: argparse.Namespace) -> int:
         calls.run_id, a.progress = a.run_id, progress
         if config.llm == "offline" and args.llm is None and not args.resume:
             progress.message("no OPENAI_API_KEY: using the embedded offline proposer (no LLM)")
-        progress.message(f"run {a.run_id}: {a.problem.name} on {config.device} (target {a.gpu.name}), stage "
+        target = a.gpu.name + (", the seed's GPU: --gpu NAME to choose" if config.gpu == "auto" and
+                               config.device == "cpu" else "")
+        progress.message(f"run {a.run_id}: {a.problem.name} on {config.device} (target {target}), stage "
                          f"{config.stage}, {config.iterations} iterations × {config.samples} samples, proposer "
                          f"{proposer.name}")
         parts = wiring.build_parts(a, proposer)
         try:
             outcome = loop.run(config, a.run_id, problem=a.problem, gpu=a.gpu, parts=parts, store=store,
                                progress=progress)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as e:
             store.finish_run(a.run_id, "interrupted")
-            raise UserError("interrupted; nothing finished is lost", f"continue with: agent run --resume {a.run_id}")
+            raise Interrupted(e.signum if isinstance(e, Interrupted) else signal.SIGINT,
+                              "interrupted; nothing finished is lost",
+                              f"continue with: agent run --resume {a.run_id}") from None
         except BaseException:
             store.finish_run(a.run_id, "failed")
             raise
@@ -121,7 +139,7 @@ def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
                            budget_usd=args.budget_usd, device=device, patience=args.patience,
                            timeout_s=args.timeout, objective=args.objective, seed=args.seed, root=args.root)
     wiring.check_llm(config.llm, store)  # a bad --llm is one line, before any other output
-    return wiring.Assembly(config=config, problem=load_problem(config.problem), gpu=resolve_gpu(config.gpu),
+    return wiring.Assembly(config=config, problem=load_problem(config.problem), gpu=resolve_gpu(config.gpu, warn=config.device == "cuda"),
                            store=store, placement=placement(args.gpus, args.cluster, config.device), run_id=run_id,
                            resumed=run_id)
 

@@ -1,4 +1,4 @@
-"""CLI commands over recorded runs: `agent leaderboard`, `agent show`, `agent export`.
+"""CLI commands over recorded runs: `agent runs`, `agent leaderboard`, `agent show`, `agent export`.
 
 Thin on purpose: the store answers, agent.view renders. Imports happen inside handlers so `agent --help` stays light.
 """
@@ -38,6 +38,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the candidate as JSON")
     _add_root(p)
     p.set_defaults(func=show)
+
+    p = sub.add_parser("runs", help="list recorded runs; remove runs (rm, prune); rebuild the index (reindex)",
+                       description="list (default): every run with its status, problem, stage, best on both clocks, "
+                                   "candidates, cost and duration. rm RUN...: delete runs (files and index rows). "
+                                   "prune [--status S]: delete every failed and interrupted run (or those of status "
+                                   "S). reindex: rebuild candidates/index.sqlite from the files, naming any it "
+                                   "cannot read.")
+    p.add_argument("action", nargs="?", default="list", choices=["list", "rm", "prune", "reindex"])
+    p.add_argument("ids", nargs="*", metavar="RUN_ID", help="for rm: the runs (a unique prefix is enough)")
+    p.add_argument("--status", action="append", choices=["failed", "interrupted", "finished"],
+                   help="for prune: only runs with this status (repeatable; default: failed and interrupted)")
+    p.add_argument("--json", action="store_true", help="list: a JSON list")
+    _add_root(p)
+    p.set_defaults(func=runs)
 
     p = sub.add_parser("export", help="write a candidate's kernel code to a file",
                        description="Write a recorded candidate's code (a ModelNew module) to a file or stdout.")
@@ -133,3 +147,62 @@ def _require_store(store, candidate: str) -> None:
     if not store.exists():
         raise UserError(f"unknown candidate {candidate!r}: no runs under {store.candidates_dir}",
                         "start one with `agent run`")
+
+
+def runs(args: argparse.Namespace) -> int:
+    """`agent runs [list|rm|prune|reindex]`."""
+    import shutil
+
+    from agent.errors import UserError
+
+    store = _store(args)
+    if args.action != "rm" and args.ids:
+        raise UserError(f"agent runs {args.action} takes no run ids (did you mean `agent runs rm {args.ids[0]}`?)")
+    if args.action == "list":
+        return _list_runs(args, store)
+    if not store.exists():
+        raise UserError(f"no runs recorded under {store.candidates_dir}")
+    with store:
+        if args.action == "reindex":
+            n = store.reindex()
+            _console().print(f"reindexed {len(store.list_runs())} runs, {n} candidates from {store.candidates_dir}")
+            for why in store.skipped:
+                _console().print(f"skipped (unreadable): {why}")
+            return 0
+        if args.action == "rm":
+            if not args.ids:
+                raise UserError("agent runs rm: name the runs to delete")
+            doomed = [store.get_run(store.resolve_run(i)) for i in args.ids]
+        else:
+            wanted = set(args.status or ["failed", "interrupted"])
+            doomed = [r for r in store.list_runs() if r.status in wanted]
+        running = [r.id for r in doomed if r.status == "running"]
+        if running:
+            raise UserError(f"run {running[0]} is still running", "stop it first")
+        for r in doomed:
+            for d in (store.candidates_dir / r.id, store.profiles_dir / r.id):
+                shutil.rmtree(d, ignore_errors=True)
+        if doomed:
+            store.reindex()  # the index follows the files: rebuilt without them
+        _console().print(f"removed {len(doomed)} run(s)" + (": " + ", ".join(r.id for r in doomed) if doomed else ""))
+    return 0
+
+
+def _list_runs(args: argparse.Namespace, store) -> int:
+    from agent.view import runs_table
+
+    if not store.exists():
+        if args.json:
+            print("[]")
+        else:
+            _console().print(f"No runs recorded under {store.candidates_dir} yet: start one with `agent run`.")
+        return 0
+    with store:
+        records = store.list_runs()
+        best = {r.id: store.leaderboard(run=r.id, limit=1) for r in records}  # unreadable runs: a warning each
+    if args.json:
+        print(json.dumps([{**r.model_dump(mode="json"), "best_row": best[r.id][0].model_dump(mode="json")
+                           if best[r.id] else None} for r in records], indent=2))
+        return 0
+    _console().print(runs_table(records, {k: v[0] if v else None for k, v in best.items()}))
+    return 0

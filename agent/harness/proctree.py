@@ -5,7 +5,44 @@ from __future__ import annotations
 import os
 import signal as _signal
 import subprocess
+import threading
 import time
+
+# Sandboxed commands running in this process, so a signal that stops the agent takes them down first (they run in
+# their own sessions: a terminal's Ctrl-C never reaches them). Process-wide by nature, like subprocess's own table.
+_running: set[subprocess.Popen] = set()
+_running_lock = threading.Lock()
+_stopping = threading.Event()  # set by kill_running: a command started after it (a queued candidate) dies at once
+
+
+def started(proc: subprocess.Popen) -> None:
+    with _running_lock:
+        _running.add(proc)
+    if _stopping.is_set():
+        _kill_group(proc)
+
+
+def ended(proc: subprocess.Popen) -> None:
+    with _running_lock:
+        _running.discard(proc)
+
+
+def kill_running() -> int:
+    """SIGKILL every sandboxed command this process started and has not seen end (a stop signal); how many."""
+    _stopping.set()
+    with _running_lock:
+        procs = list(_running)
+    for proc in procs:
+        _kill_group(proc)
+    return len(procs)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    for target in (lambda: os.killpg(proc.pid, _signal.SIGKILL), proc.kill):
+        try:
+            target()
+        except (ProcessLookupError, PermissionError, OSError):
+            pass
 
 
 def kill(proc: subprocess.Popen) -> None:

@@ -308,6 +308,7 @@ def run_sandboxed(
         except OSError as e:
             result.returncode, result.stderr = 127, f"could not start {argv[0]}: {e}"
             return result
+        proctree.started(proc)
         try:
             while True:
                 try:
@@ -327,6 +328,7 @@ def run_sandboxed(
                     break
         finally:
             proctree.kill(proc)
+            proctree.ended(proc)
     result.wall_s = time.monotonic() - start
     rc = proc.returncode
     if rc is not None and rc < 0:

@@ -128,6 +128,9 @@ def _baseline(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
             result.compile_note = f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
 
 
+_PREWARM_WAIT_S = 600.0
+
+
 def _prewarm(job_path: Path) -> None:
     """Import what every mode needs (trusted code only, no CUDA context), then wait for the job to be published."""
     import time
@@ -138,7 +141,10 @@ def _prewarm(job_path: Path) -> None:
 
     from agent.harness import inputs, timing, trace, trusted  # noqa: F401
 
+    give_up = time.monotonic() + _PREWARM_WAIT_S  # a parent that died before publishing must not leave it waiting
     while not job_path.exists():
+        if time.monotonic() > give_up:
+            os._exit(0)
         time.sleep(0.002)
 
 

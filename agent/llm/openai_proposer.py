@@ -20,6 +20,7 @@ from agent.llm.base import OnCall
 from agent.llm.openai_errors import _one_line, user_error
 from agent.llm.pricing import Budget, BudgetExceeded, Price, estimate_tokens, price_for
 from agent.protocols import Proposal, ProposalContext
+from agent.redact import scrub
 from agent.schema import Answer, Usage
 
 if TYPE_CHECKING:  # the SDK is imported lazily: `agent --help` must stay fast
@@ -100,6 +101,28 @@ class OpenAIProposer:
         )
 
     # -- public
+
+    def preflight(self, timeout_s: float = 15.0) -> None:
+        """One cheap request (the model list) before anything is evaluated or recorded: an endpoint that is down, or
+        that rejects the key, is one line now rather than a failed run after the starting kernel's evaluation. An
+        endpoint without a model list (404 and the like) passes: the first real call will say more."""
+        import openai
+
+        assert self.config.api_key is not None  # checked in __init__
+        client = openai.OpenAI(api_key=self.config.api_key.get_secret_value(), base_url=self.base_url,
+                               timeout=timeout_s, max_retries=0)
+        try:
+            client.models.list()
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
+            raise UserError(f"{self.base_url} rejected the API key ({e.status_code}): {scrub(_one_line(e))}",
+                            hint="check OPENAI_API_KEY") from None
+        except openai.APIConnectionError as e:  # refused, unresolvable, timed out
+            raise UserError(f"cannot reach the model endpoint {self.base_url}: {_one_line(e)}",
+                            hint="check OPENAI_BASE_URL and the network, or use --llm offline") from None
+        except openai.APIStatusError as e:
+            log.info("the endpoint has no model list (%s): going on", e.status_code)
+        finally:
+            client.close()
 
     def propose(self, ctx: ProposalContext) -> Proposal:
         """K answers; asks for n=k, and again for the rest when a server returns fewer choices (some ignore n).

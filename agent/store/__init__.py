@@ -73,6 +73,7 @@ class Store:
         self.db_path = self.candidates_dir / INDEX_NAME
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
+        self.skipped: list[str] = []  # run directories whose run.json could not be read ("path: why")
 
     # ------------------------------------------------------------ connection
 
@@ -363,6 +364,13 @@ class Store:
             for d in dirs:
                 if not (d / "run.json").is_file():
                     continue
+                if d.name not in known_runs:
+                    try:
+                        index.read_run(d)
+                    except index.UnreadableRun as e:  # the other runs stay visible; this one is named
+                        self.skipped.append(str(e))
+                        log.warning("skipped %s", e)
+                        continue
                 files.sweep(d)
                 added += index.index_run_dir(db, self.candidates_dir, d, only_missing=d.name in known_runs)
         return added
@@ -373,5 +381,5 @@ class Store:
             self.close()
             for suffix in ("", "-wal", "-shm"):
                 Path(str(self.db_path) + suffix).unlink(missing_ok=True)
-            self._conn = index.rebuild(self.candidates_dir, self.db_path)
+            self._conn = index.rebuild(self.candidates_dir, self.db_path, self.skipped)
             return self.db.execute("SELECT COUNT(*) FROM candidates").fetchone()[0]

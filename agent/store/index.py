@@ -246,11 +246,23 @@ def call_from_row(r: sqlite3.Row) -> CallRecord:
 # ---------------------------------------------------------------- from the files
 
 
+class UnreadableRun(ValueError):
+    """A run directory whose run.json cannot be read: skipped (and named) by sync and rebuild, never fatal."""
+
+
+def read_run(d: Path) -> RunRecord:
+    try:
+        return RunRecord.model_validate_json((d / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise UnreadableRun(f"{d / 'run.json'}: {why}") from None
+
+
 def index_run_dir(db: sqlite3.Connection, candidates_dir: Path, d: Path, only_missing: bool) -> int:
     """Index run directory `d` (only what the index lacks, or all of it); returns the rows added."""
     added = 0
     if not only_missing:
-        index_run(db, RunRecord.model_validate_json((d / "run.json").read_text(encoding="utf-8")))
+        index_run(db, read_run(d))
         added += 1
     have_iter = {(r[0], r[1]) for r in db.execute("SELECT iteration, attempt FROM iterations WHERE run_id = ?",
                                                   (d.name,))}
@@ -280,8 +292,10 @@ def index_run_dir(db: sqlite3.Connection, candidates_dir: Path, d: Path, only_mi
     return added
 
 
-def rebuild(candidates_dir: Path, db_path: Path) -> sqlite3.Connection:
-    """Build a new index beside `db_path` from the files, then move it into place; returns it opened."""
+def rebuild(candidates_dir: Path, db_path: Path, skipped: list[str] | None = None) -> sqlite3.Connection:
+    """Build a new index beside `db_path` from the files, then move it into place; returns it opened. Runs whose
+    run.json cannot be read are left out and named in `skipped`."""
+    skipped = skipped if skipped is not None else []
     candidates_dir.mkdir(parents=True, exist_ok=True)
     tmp = candidates_dir / f"{TMP_PREFIX}{INDEX_NAME}-{secrets.token_hex(4)}"
     conn = sqlite3.connect(tmp, isolation_level=None)
@@ -289,7 +303,15 @@ def rebuild(candidates_dir: Path, db_path: Path) -> sqlite3.Connection:
         conn.row_factory = sqlite3.Row
         apply_migrations(conn)
         conn.execute("BEGIN IMMEDIATE")
-        n = sum(index_run_dir(conn, candidates_dir, d, only_missing=False) for d in run_dirs(candidates_dir))
+        n = 0
+        for d in run_dirs(candidates_dir):
+            try:
+                read_run(d)  # checked first: a broken run.json leaves none of its rows half-indexed
+            except UnreadableRun as e:
+                skipped.append(str(e))
+                log.info("skipped %s", e)  # the caller names it (agent runs reindex)
+                continue
+            n += index_run_dir(conn, candidates_dir, d, only_missing=False)
         conn.execute("COMMIT")
     finally:
         conn.close()

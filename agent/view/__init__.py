@@ -4,6 +4,7 @@ nothing; the commands decide where they go.
     terminal   console(): stdout or stderr, the terminal's width, $COLUMNS, or a wide page for a pipe
     fmt        verdict colours, times, speedups, tokens, money
     runs       leaderboard, run summary, one candidate, one evaluation (`agent eval`)
+    suite      several answers judged together (`agent eval DIR`)
     profiles   one ncu report, the diff of two
     catalog    GPUs, stages, problems
     progress   LiveProgress: what `agent run` shows while it runs
@@ -31,16 +32,18 @@ from agent.view.runs import (
     leaderboard_table,
     metrics_table,
     run_summary,
+    runs_table,
     short_candidate_id,
     timing_table,
 )
+from agent.view.suite import suite_view
 from agent.view.terminal import console
 
 __all__ = [
     "VERDICT_STYLE", "LiveProgress", "candidate_view", "checks_table", "console", "diff_view",
     "eval_view", "fmt_cost", "fmt_ms", "fmt_pct", "fmt_tokens", "fmt_value", "fmt_x", "gpu_table",
-    "leaderboard_fitting", "leaderboard_table", "metrics_table", "problem_table", "profile_view", "run_summary",
-    "short_candidate_id", "speedup_text", "ladder_table", "timing_table", "verdict_text",
+    "leaderboard_fitting", "leaderboard_table", "metrics_table", "problem_table", "profile_view", "run_summary", "runs_table",
+    "short_candidate_id", "speedup_text", "ladder_table", "suite_view", "timing_table", "verdict_text",
 ]
 
 

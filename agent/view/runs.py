@@ -242,3 +242,30 @@ def eval_view(result: EvalResult, problem: str, stage: str) -> RenderableType:
         parts.append(Text("where the time went: " + " · ".join(f"{k} {v:.1f} s" for k, v in result.phases.items()
                                                              if v >= 0.05), style="dim"))
     return Group(*parts)
+
+
+def runs_table(records: list[RunRecord], best: dict[str, LeaderRow | None]) -> Table:
+    """`agent runs`: one row per run, newest first: status, problem, stage, best on both clocks, candidates, cost,
+    duration."""
+    table = Table(title="Runs", title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False)
+    for name in ("run", "status", "problem", "stage", "device", "best", "device ms", "latency ms", "×eager",
+                 "candidates", "cost", "duration"):
+        table.add_column(name, justify="right" if name in ("device ms", "latency ms", "×eager", "candidates", "cost",
+                                                           "duration") else "left", no_wrap=True)
+    now = datetime.now(timezone.utc)
+    for r in records:
+        b = best.get(r.id)
+        cpu = b is not None and b.meaningful is False
+        seconds = ((r.finished_at or now) - r.started_at).total_seconds()
+        table.add_row(r.id, Text(r.status, style={"finished": "green", "failed": "red", "running": "cyan"}.get(
+                          r.status, "yellow")), r.config.problem, r.config.stage, r.device,
+                      short_candidate_id(b.candidate, r.id) if b else "–",
+                      _time_cell(b.device_ms, cpu) if b else "–", _time_cell(b.latency_ms, cpu) if b else "–",
+                      speedup_text(b.speedup_vs_eager) if b else "–", str(r.candidates), fmt_cost(r.usage.cost_usd),
+                      _duration(seconds))
+    return table
+
+
+def _duration(seconds: float) -> str:
+    s = int(max(seconds, 0))
+    return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"

@@ -14,4 +14,6 @@ def console(stderr: bool = False) -> Console:
     c = Console(stderr=stderr, highlight=False)
     if not c.is_terminal and "COLUMNS" not in os.environ:
         c = Console(stderr=stderr, highlight=False, width=PIPE_WIDTH)
+    if not c.is_terminal:  # a line of text stays one line in a log (a command to copy is never split); tables fit
+        c.soft_wrap = True
     return c

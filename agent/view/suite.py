@@ -1,0 +1,49 @@
+"""`agent eval` of several answers: one row each, then the suite's summary (agent.suite)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from agent.view.fmt import fmt_ms, fmt_x, verdict_text
+
+if TYPE_CHECKING:
+    from agent.schema import EvalResult
+    from agent.suite import ClockSummary, SuiteSummary
+
+
+_NUMBERS = ("device ms", "latency ms", "× eager", "× compile")
+
+
+def suite_view(files: list[Path], results: list[EvalResult], summary: SuiteSummary, problem: str, stage: str,
+               objective: str) -> RenderableType:
+    """A row per answer (verdict, both clocks, speedups on the objective's clock, the message), then the summary."""
+    table = Table(box=box.SIMPLE_HEAD, title=f"{problem} · {stage} · {len(results)} answers", title_justify="left")
+    for col in ("answer", "verdict", "device ms", "latency ms", "× eager", "× compile", "message"):
+        table.add_column(col, justify="right" if col in _NUMBERS else "left",
+                         overflow="fold" if col == "message" else "ellipsis", no_wrap=col != "message")
+    for f, r in zip(files, results):
+        t = r.timing
+        table.add_row(f.name, verdict_text(r.verdict.value), fmt_ms(t.device_ms if t else None),
+                      fmt_ms(t.latency_ms if t else None),
+                      fmt_x(getattr(t, f"{objective}_speedup_vs_eager") if t else None),
+                      fmt_x(getattr(t, f"{objective}_speedup_vs_compile") if t else None),
+                      "" if r.verdict.value == "correct" else r.message[:160])
+    lines = [Text(f"correct: {summary.correct}/{summary.answers} ({100 * summary.fraction_correct:.0f} %) · " +
+                  ", ".join(f"{k} {v}" for k, v in sorted(summary.verdicts.items())))]
+    for clock, s in (("device", summary.device), ("latency", summary.latency)):
+        lines.append(_clock_line(clock, s))
+    if any(r.timing is not None and not r.timing.meaningful for r in results):
+        lines.append(Text("CPU mode (TRITON_INTERPRET=1): these timings say nothing about a GPU", style="dim"))
+    return Group(table, *lines)
+
+
+def _clock_line(clock: str, s: ClockSummary) -> Text:
+    return Text(f"{clock} clock: faster than eager {100 * s.faster_than_eager:.0f} %, than torch.compile "
+                f"{100 * s.faster_than_compile:.0f} % of answers; geometric mean of the correct ones "
+                f"{fmt_x(s.geomean_vs_eager)} eager, {fmt_x(s.geomean_vs_compile)} torch.compile")
