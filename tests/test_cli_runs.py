@@ -250,3 +250,46 @@ def test_a_broken_run_json_hides_only_its_own_run_and_reindex_names_it(root, tmp
     assert f"{ids['run_b']}/run.json" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = agent("runs", "reindex", "--root", str(path))
     assert r.returncode == 0 and "reindexed 1 runs" in r.stdout and f"{ids['run_b']}/run.json" in r.stdout, r.stdout
+
+
+def _read_only(path: Path, *args: str) -> subprocess.CompletedProcess:
+    """`agent ARGS` with `path` mounted read-only (a private mount namespace: only this command sees it so)."""
+    import shlex
+    import shutil
+
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare to mount a folder read-only")
+    p = shlex.quote(str(path))
+    cmd = (f"mount --bind {p} {p} && mount -o remount,ro,bind {p} && touch {p}/probe 2>/dev/null && exit 99; "
+           f"exec {shlex.quote(sys.executable)} -m agent {' '.join(shlex.quote(a) for a in args)}")
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    r = subprocess.run(["unshare", "-m", "sh", "-c", cmd], capture_output=True, text=True, cwd=REPO, env=env,
+                       timeout=60)
+    if r.returncode == 99:
+        pytest.fail("the folder was still writable")
+    if "mount" in r.stderr and r.returncode != 0 and "error:" not in r.stderr:
+        pytest.skip(f"cannot mount here: {r.stderr.strip()}")
+    return r
+
+
+@pytest.mark.parametrize("index", ["kept", "lost"])
+def test_read_only_commands_read_a_read_only_store_and_run_says_it_cannot_write_there(root, tmp_path, index) -> None:
+    src, ids = root
+    path = _copy(src, tmp_path)
+    with Store(path) as s:
+        s.finish_run(ids["run_a"])
+        s.finish_run(ids["run_b"])
+    if index == "lost":
+        for f in (path / "candidates").glob("index.sqlite*"):
+            f.unlink()
+    before = sorted(p.name for p in (path / "candidates").iterdir())
+    r = _read_only(path, "leaderboard", "--json", "--root", str(path))
+    assert r.returncode == 0, r.stderr
+    assert [row["candidate"] for row in json.loads(r.stdout)] == [ids["fast"], ids["other"], ids["slow"]]
+    r = _read_only(path, "show", ids["fast"], "--json", "--root", str(path))
+    assert r.returncode == 0 and json.loads(r.stdout)["id"] == ids["fast"], r.stderr
+    r = _read_only(path, "runs", "--json", "--root", str(path))
+    assert r.returncode == 0 and len(json.loads(r.stdout)) == 2, r.stderr
+    r = _read_only(path, "run", "--device", "cpu", "--root", str(path))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "read-only" in r.stderr, r.stderr
+    assert sorted(p.name for p in (path / "candidates").iterdir()) == before  # nothing was written

@@ -70,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--root {root}: not a directory")
     if not root.exists() and not root.resolve().parent.is_dir():
         raise UserError(f"--root {root}: {root.resolve().parent} does not exist", "create it first, or fix the path")
+    from agent.store import Store
+
+    if not Store(root).writable:
+        raise UserError(f"--root {root}: this store is read-only here", "a run needs a folder it can write; "
+                        "`agent leaderboard`, `agent show` and `agent runs` can still read this one")
     a = _assembly(args)
     # The proposer is built before the run is created or reopened: a missing key leaves no empty run behind.
     calls = wiring.CallLog(a.store, a.run_id)

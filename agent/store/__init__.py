@@ -82,7 +82,17 @@ class Store:
         return self.db_path.exists() or any(files.run_dirs(self.candidates_dir))
 
     @property
+    def writable(self) -> bool:
+        """Whether this process may write here (False on a read-only mount or another user's folder)."""
+        probe = self.candidates_dir if self.candidates_dir.exists() else self.root
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        return os.access(probe, os.W_OK)
+
+    @property
     def db(self) -> sqlite3.Connection:
+        if self._conn is None and self.candidates_dir.is_dir() and not self.writable:
+            self._conn = index.open_readonly(self.candidates_dir, self.db_path, self.skipped)  # readers still read
         if self._conn is None:
             self._conn, fresh = index.open_index(self.candidates_dir, self.db_path)
             if fresh and any(files.run_dirs(self.candidates_dir)):  # the index was lost: fill it from the files

@@ -79,6 +79,37 @@ def open_index(candidates_dir: Path, db_path: Path) -> tuple[sqlite3.Connection,
     return conn, first is not None and first in applied
 
 
+def open_readonly(candidates_dir: Path, db_path: Path, skipped: list[str]) -> sqlite3.Connection:
+    """The index of a store this process cannot write (a shared results folder, a read-only mount): the file as it
+    is where it is current, else an index built in memory from the files. Nothing is written either way."""
+    if db_path.is_file():
+        conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None,
+                               check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        try:
+            have = {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+            if {v for v, _, _ in packaged_migrations()} <= have:
+                return conn
+        except sqlite3.DatabaseError:
+            pass
+        conn.close()
+        log.info("index %s is older than this agent or unreadable: reading the files instead", db_path)
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.row_factory = sqlite3.Row
+    apply_migrations(conn)
+    conn.execute("BEGIN")
+    for d in run_dirs(candidates_dir):
+        try:
+            read_run(d)
+        except UnreadableRun as e:
+            skipped.append(str(e))
+            log.warning("skipped %s", e)
+            continue
+        index_run_dir(conn, candidates_dir, d, only_missing=False)
+    conn.execute("COMMIT")
+    return conn
+
+
 def _quarantine(db_path: Path) -> None:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     for suffix in ("", "-wal", "-shm"):
