@@ -293,3 +293,22 @@ def test_read_only_commands_read_a_read_only_store_and_run_says_it_cannot_write_
     r = _read_only(path, "run", "--device", "cpu", "--root", str(path))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "read-only" in r.stderr, r.stderr
     assert sorted(p.name for p in (path / "candidates").iterdir()) == before  # nothing was written
+
+
+def test_an_unknown_stage_filter_is_one_line_naming_the_stages(root) -> None:
+    path, _ = root
+    r = agent("leaderboard", "--stage", "nope", "--root", str(path))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "memory-fusion" in r.stderr, r.stderr
+    assert r.stdout == ""
+
+
+def test_a_run_is_found_by_the_short_tag_the_tables_show(root, tmp_path) -> None:
+    src, ids = root
+    path = _copy(src, tmp_path)
+    tag = ids["run_a"].rsplit("-", 1)[1]
+    r = agent("runs", "--json", "--root", str(path))
+    assert r.returncode == 0
+    r = agent("prompts", tag, "--root", str(path))
+    assert "unknown run" not in r.stderr, r.stderr
+    r = agent("leaderboard", "--run", tag, "--json", "--root", str(path))
+    assert r.returncode == 0 and {row["run"] for row in json.loads(r.stdout)} == {ids["run_a"]}, r.stderr

@@ -80,6 +80,10 @@ def leaderboard(args: argparse.Namespace) -> int:
     store = _store(args)
     if args.limit is not None and args.limit < 1:
         raise UserError(f"--limit must be at least 1, not {args.limit}")
+    if args.stage is not None:  # a typo must not read as "nothing there yet"
+        from agent.stages import get_stage
+
+        get_stage(args.stage)
     if not store.exists():
         if args.json:
             print("[]")

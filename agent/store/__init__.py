@@ -157,7 +157,8 @@ class Store:
         ids = [r[0] for r in self.db.execute("SELECT id FROM runs ORDER BY id DESC")]
         if run_id in ids:
             return run_id
-        matches = [i for i in ids if i.startswith(run_id)] if run_id else []
+        # a unique prefix, or the random tag a compact table shows ('3fa2' for 20261123-214051-3fa2)
+        matches = [i for i in ids if i.startswith(run_id) or i.endswith("-" + run_id)] if run_id else []
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
