@@ -377,3 +377,18 @@ def test_a_stop_signal_ends_the_run_cleanly_and_takes_the_candidates_sandboxes_w
         assert record.status == "interrupted"
     time.sleep(1)
     assert _alive(workers) == []  # no orphan holds a CPU (or, on a GPU host, the GPU)
+
+
+@pytest.mark.slow  # evaluates the starting kernel and one more candidate
+def test_resume_goes_on_with_more_iterations_and_refuses_to_change_what_the_run_measures(tmp_path):
+    ok(agent("run", *CPU, "--llm", "offline", "--iterations", 0, "--root", tmp_path, "--quiet"))
+    with Store(tmp_path) as store:
+        [record] = store.list_runs()
+    changed = agent("run", "--resume", record.id, "--stage", "algebraic", "--root", tmp_path)
+    assert changed.returncode == 2 and len(changed.stderr.strip().splitlines()) == 1
+    assert "--stage algebraic" in changed.stderr and "keeps it" in changed.stderr
+    ok(agent("run", "--resume", record.id, "--iterations", 1, "--samples", 1, "--root", tmp_path, "--quiet"))
+    with Store(tmp_path) as store:  # before: the finished run stayed at iteration 0, exit 0, nothing said
+        after = store.get_run(record.id)
+        assert (after.status, after.iterations, after.config.iterations, after.config.samples) == ("finished", 1, 1, 1)
+        assert after.candidates == 2

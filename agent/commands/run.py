@@ -16,25 +16,26 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="optimize a problem's hot path: render → propose → evaluate → profile → record",
                        description="Run the optimization loop for one stage (or --stage auto: walk the stage "
                                    "ladder by bottleneck). Everything is recorded under --root.")
-    p.add_argument("--stage", default="memory-fusion", metavar="STAGE|auto", help="stage to run, or auto")
-    p.add_argument("--problem", default="gap44", metavar="NAME|PATH", help="built-in problem or KernelBench-style file")
-    p.add_argument("--gpu", default="auto", metavar="auto|NAME", help="target GPU for the prompt (default: detect)")
-    p.add_argument("--iterations", type=int, default=5, metavar="N", help="iterations after the starting kernel")
-    p.add_argument("--samples", type=int, default=4, metavar="K", help="candidates per iteration")
+    p.add_argument("--stage", metavar="STAGE|auto", help="stage to run, or auto (default: memory-fusion)")
+    p.add_argument("--problem", metavar="NAME|PATH", help="built-in problem or KernelBench-style file (default: gap44)")
+    p.add_argument("--gpu", metavar="auto|NAME", help="target GPU for the prompt (default: auto, detect)")
+    p.add_argument("--iterations", type=int, metavar="N", help="iterations after the starting kernel (default: 5; with "
+                   "--resume: raise it to go on)")
+    p.add_argument("--samples", type=int, metavar="K", help="candidates per iteration (default: 4)")
     p.add_argument("--llm", default=None, metavar=wiring.llm_choices("|"),
                    help="proposer (default: openai when OPENAI_API_KEY is set, else offline)")
-    p.add_argument("--model", default="gpt-4o", help="model name for --llm openai")
+    p.add_argument("--model", help="model name for --llm openai (default: gpt-4o)")
     p.add_argument("--budget-usd", type=float, default=None, metavar="X", help="stop before spending more than X")
     p.add_argument("--device", choices=["cuda", "cpu"], default=None,
                    help="cuda, or cpu (TRITON_INTERPRET=1, reduced sizes); default: cuda when available")
-    p.add_argument("--patience", type=int, default=3, metavar="N", help="stop (or, with auto, move on) after N "
+    p.add_argument("--patience", type=int, metavar="N", help="stop (or, with auto, move on) after N (default: 3) "
                    "iterations without improvement")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="per-candidate wall-clock limit (default: scaled to the problem's eager time on a GPU)")
-    p.add_argument("--objective", choices=["latency", "device"], default="latency",
+    p.add_argument("--objective", choices=["latency", "device"],
                    help="the clock candidates are ranked by: latency (a synchronized call, host included; default) "
                         "or device (GPU time of calls queued back to back)")
-    p.add_argument("--seed", type=int, default=0, help="seed for weights and validation inputs")
+    p.add_argument("--seed", type=int, help="seed for weights and validation inputs (default: 0)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run")
     p.add_argument("--root", type=Path, default=Path("."), metavar="DIR",
                    help="directory holding candidates/ and profiles/ (default: the current directory)")
@@ -49,6 +50,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 MAX_SAMPLES = 256
+# What a new run gets for a flag not given. A resumed run keeps its own values: these may change on --resume (go on
+# for more iterations, a bigger budget) and the others may not (they define what the run measures).
+DEFAULTS = {"stage": "memory-fusion", "problem": "gap44", "gpu": "auto", "iterations": 5, "samples": 4,
+            "model": "gpt-4o", "patience": 3, "objective": "latency", "seed": 0}
+RESUMABLE = {"iterations": "iterations", "samples": "samples", "patience": "patience", "budget_usd": "budget_usd",
+             "timeout": "timeout_s"}
+FIXED = {"problem": "problem", "stage": "stage", "gpu": "gpu", "model": "model", "llm": "llm", "device": "device",
+         "objective": "objective", "seed": "seed"}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,10 +65,17 @@ def run(args: argparse.Namespace) -> int:
     from agent.view import LiveProgress
     from agent.view.progress import Mode
 
-    _positive(args.iterations, "--iterations", zero_ok=True)
-    _positive(args.samples, "--samples")
-    _positive(args.patience, "--patience")
-    if args.samples > MAX_SAMPLES:  # each one is an LLM answer and a sandboxed evaluation
+    if not args.resume:
+        for key, value in DEFAULTS.items():
+            if getattr(args, key) is None:
+                setattr(args, key, value)
+    if args.iterations is not None:
+        _positive(args.iterations, "--iterations", zero_ok=True)
+    if args.samples is not None:
+        _positive(args.samples, "--samples")
+    if args.patience is not None:
+        _positive(args.patience, "--patience")
+    if args.samples is not None and args.samples > MAX_SAMPLES:  # each one is an LLM answer and a sandboxed evaluation
         raise UserError(f"--samples {args.samples}: at most {MAX_SAMPLES} candidates per iteration")
     if args.timeout is not None and not args.timeout > 0:
         raise UserError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
@@ -85,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         if a.run_id is None:
             a.run_id = store.create_run(config, gpu=a.gpu.name, device=config.device)
         else:
-            store.reopen_run(a.run_id)
+            store.reopen_run(a.run_id, config)  # with the flags a resume may change
         calls.run_id, a.progress = a.run_id, progress
         if config.llm == "offline" and args.llm is None and not args.resume:
             progress.message("no OPENAI_API_KEY: using the embedded offline proposer (no LLM)")
@@ -131,7 +147,7 @@ def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
         if record.status == "running":  # its process is alive: two loops must not write one run
             raise UserError(f"run {run_id} is still running (pid {record.pid} on {record.host})",
                             "stop it first, or wait for it to finish")
-        config = record.config
+        config = _resumed_config(args, record.config)
     else:
         if args.stage != "auto":
             get_stage(args.stage)  # unknown stage: one line naming the choices
@@ -147,6 +163,18 @@ def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
     return wiring.Assembly(config=config, problem=load_problem(config.problem), gpu=resolve_gpu(config.gpu, warn=config.device == "cuda"),
                            store=store, placement=placement(args.gpus, args.cluster, config.device), run_id=run_id,
                            resumed=run_id)
+
+
+def _resumed_config(args: argparse.Namespace, config):  # -> RunConfig
+    """The resumed run's config with the flags that may change applied; a flag that would change what the run
+    measures is one line."""
+    for flag, field in FIXED.items():
+        given = getattr(args, flag)
+        if given is not None and given != getattr(config, field):
+            raise UserError(f"--{flag.replace('_', '-')} {given}: run {args.resume} was started with "
+                            f"{getattr(config, field)} and a resumed run keeps it", "start a new run to change it")
+    update = {field: getattr(args, flag) for flag, field in RESUMABLE.items() if getattr(args, flag) is not None}
+    return config.model_copy(update=update)
 
 
 def _show(args: argparse.Namespace, store, run_id: str, outcome, summary: str | None) -> None:

@@ -137,11 +137,13 @@ class Store:
         self._save_run(record)
         return run_id
 
-    def reopen_run(self, run_id: str) -> RunRecord:
-        """Mark an existing run as running again in this process (for `--resume`)."""
+    def reopen_run(self, run_id: str, config: RunConfig | None = None) -> RunRecord:
+        """Mark an existing run as running again in this process (for `--resume`), with `config` where given (more
+        iterations, a new budget)."""
         record = self._stored_run(run_id)
         self._save_run(record.model_copy(update={"status": "running", "finished_at": None, "pid": os.getpid(),
-                                                 "host": socket.gethostname()}))
+                                                 "host": socket.gethostname(),
+                                                 **({"config": config} if config is not None else {})}))
         return self.get_run(run_id)
 
     def get_run(self, run_id: str) -> RunRecord:
