@@ -26,23 +26,9 @@ PLAIN, HARNESS = 10, 9
 
 
 def child(with_compile: bool) -> dict:
-    import copy
+    from gpu_clocks_check import plain
 
-    import torch
-    from gpu_clocks_check import ALGEBRAIC, _module, plain_clocks
-
-    problem = _module(REPO / "agent" / "problems" / "gap44.py", "gap44_agree")
-    cand = _module(ALGEBRAIC, "algebraic_agree")
-    torch.manual_seed(0)
-    ref = problem.Model(*problem.get_init_inputs()).cuda().eval()
-    new = cand.ModelNew(*problem.get_init_inputs()).cuda().eval()
-    new.load_state_dict(ref.state_dict(), strict=False)
-    x = problem.get_inputs()[0].cuda()
-    flush = torch.ones(256 << 18, device="cuda")
-    out = {"candidate": plain_clocks(new, x, flush), "eager": plain_clocks(ref, x, flush)}
-    if with_compile:
-        out["compile"] = plain_clocks(torch.compile(copy.deepcopy(ref)), x, flush)
-    return out
+    return plain(with_compile)
 
 
 def main() -> int:

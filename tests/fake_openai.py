@@ -268,16 +268,7 @@ class FakeOpenAI:
                 deadline = time.monotonic() + response.delay_s
                 while time.monotonic() < deadline and not fake._stopping.is_set():
                     time.sleep(0.01)
-                try:
-                    self.send_response(response.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(response.body)))
-                    for name, value in response.headers.items():
-                        self.send_header(name, value)
-                    self.end_headers()
-                    self.wfile.write(response.body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (timeout): nothing to answer
+                self._send(response)
 
             def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (http.server's signature)
                 pass  # keep test output clean

@@ -67,6 +67,17 @@ def _store(args: argparse.Namespace):
     return Store(args.root)
 
 
+def _nothing_recorded(args: argparse.Namespace, store) -> bool:
+    """An empty root: say so (or print an empty JSON list) and tell the caller there is nothing more to show."""
+    if store.exists():
+        return False
+    if args.json:
+        print("[]")
+    else:
+        _console().print(f"No runs recorded under {store.candidates_dir} yet: start one with `agent run`.")
+    return True
+
+
 def _console():
     from agent.view import console
 
@@ -84,11 +95,7 @@ def leaderboard(args: argparse.Namespace) -> int:
         from agent.stages import get_stage
 
         get_stage(args.stage)
-    if not store.exists():
-        if args.json:
-            print("[]")
-        else:
-            _console().print(f"No runs recorded under {store.candidates_dir} yet: start one with `agent run`.")
+    if _nothing_recorded(args, store):
         return 0
     with store:
         rows = store.leaderboard(problem=args.problem, run=args.run, stage=args.stage, include_all=args.include_all,
@@ -195,11 +202,7 @@ def runs(args: argparse.Namespace) -> int:
 def _list_runs(args: argparse.Namespace, store) -> int:
     from agent.view import runs_table
 
-    if not store.exists():
-        if args.json:
-            print("[]")
-        else:
-            _console().print(f"No runs recorded under {store.candidates_dir} yet: start one with `agent run`.")
+    if _nothing_recorded(args, store):
         return 0
     with store:
         records = store.list_runs()

@@ -17,15 +17,16 @@ if TYPE_CHECKING:
     from agent.suite import ClockSummary, SuiteSummary
 
 
-_NUMBERS = ("device ms", "latency ms", "× eager", "× compile")
+_TEXT = ("answer", "verdict", "message")
 
 
 def suite_view(files: list[Path], results: list[EvalResult], summary: SuiteSummary, problem: str, stage: str,
                objective: str) -> RenderableType:
     """A row per answer (verdict, both clocks, speedups on the objective's clock, the message), then the summary."""
     table = Table(box=box.SIMPLE_HEAD, title=f"{problem} · {stage} · {len(results)} answers", title_justify="left")
-    for col in ("answer", "verdict", "device ms", "latency ms", "× eager", "× compile", "message"):
-        table.add_column(col, justify="right" if col in _NUMBERS else "left",
+    speedups = (f"× eager ({objective})", f"× compile ({objective})")  # the clock the speedups are on
+    for col in ("answer", "verdict", "device ms", "latency ms", *speedups, "message"):
+        table.add_column(col, justify="left" if col in _TEXT else "right",
                          overflow="fold" if col == "message" else "ellipsis", no_wrap=col != "message")
     for f, r in zip(files, results):
         t = r.timing

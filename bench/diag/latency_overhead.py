@@ -8,7 +8,6 @@ then agent.harness.timing.Bench's own latency loop. Writes $OUT/latency_overhead
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import statistics
@@ -18,14 +17,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
 
-def _module(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
+from gpu_clocks_check import _module  # noqa: E402  (one loader for every bench script)
 
 
 def latency(fn, x, flush, n: int = 300) -> dict:
