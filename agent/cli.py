@@ -56,6 +56,17 @@ def _stop(signum: int, frame: object) -> None:
     raise Interrupted(signum)
 
 
+def _configure(args: argparse.Namespace) -> None:
+    """The user's configuration (agent.config) on `args.user`; --root not given: the configured store, else '.'."""
+    from pathlib import Path
+
+    from agent.config import load_user_config
+
+    args.user = load_user_config()
+    if hasattr(args, "root") and args.root is None:
+        args.root = args.user.store.root.expanduser() if args.user.store.root else Path(".")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -67,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _stop)
     try:
+        _configure(args)
         return int(args.func(args) or 0)
     except UserError as e:
         _fail(e.message, e.hint)

@@ -18,6 +18,7 @@ from agent.ncu.metadata import meta
 from agent.problems import starting_code
 from agent.prompts import PromptInput, render
 from agent.protocols import Parts, Progress, ProposalContext, RunStore
+from agent.rounds import as_finished
 from agent.schema import (
     Answer,
     Candidate,
@@ -59,6 +60,7 @@ class Outcome(BaseModel):
     best: Best | None
     stop_reason: str
     error: str | None = None  # set when the run ended on a failure (e.g. the LLM endpoint), not a limit
+    hint: str | None = None  # what to do about the error
     iterations: int
     usage: Usage
 
@@ -75,7 +77,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
     last_results = round_results(store, run_id, state.last_iteration) if state.last_iteration >= 1 else []
     stale = 0
     visited = {it.stage for it in store.iterations(run_id)}
-    stop, error = f"completed {config.iterations} iterations", None
+    stop, error, hint = f"completed {config.iterations} iterations", None, None
 
     if state.last_iteration < 0:  # iteration 0: the starting kernel is the first current best
         start = starting_code(problem)
@@ -101,13 +103,17 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
         prompt = iteration_prompt(stage, gpu, problem, best, last_results)
         progress.start_iteration(iteration, stage.name, reason)
         store.record_iteration(run_id, iteration, stage.name, prompt, reason, best.candidate if best else None)
+        if config.stage != "auto":  # "resumed" says why the first iteration after a resume runs, not the later ones
+            reason = "requested"
 
         asked = ProposalContext(prompt=prompt, k=config.samples, stage=stage.name, code=best.code if best else "",
                                 profile=best.profile if best else None, results=last_results)
+        progress.phase("proposing", f"{config.samples} answer{'s' if config.samples != 1 else ''} from "
+                                    f"{parts.proposer.name}")
         try:
             proposal = parts.proposer.propose(asked)
         except UserError as e:  # bad key, server gone: stop cleanly, keep what we have, and say it failed
-            stop, error = e.message, e.message
+            stop, error, hint = e.message, e.message, e.hint
             break
         answers = proposal.answers
         if proposal.stop and not answers:  # budget spent, replay exhausted: a normal end
@@ -129,7 +135,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             break
 
     store.finish_run(run_id, "failed" if error else "finished")
-    return Outcome(run_id=run_id, best=best, stop_reason=stop, error=error, iterations=done, usage=usage)
+    return Outcome(run_id=run_id, best=best, stop_reason=stop, error=error, hint=hint, iterations=done, usage=usage)
 
 
 @dataclass(frozen=True)
@@ -145,16 +151,21 @@ class _Ctx:
 
 def _judge(ctx: _Ctx, iteration: int, stage: Stage, prompt: str, answers: list[Answer],
            best: Best | None) -> tuple[list[EvalResult], Best | None]:
-    """Evaluate a round's answers, record every candidate, profile a new best; the iteration ends recorded."""
-    results = ctx.parts.evaluator.evaluate([a.text for a in answers], stage)
+    """Evaluate a round's answers, recording and showing each candidate as its verdict lands; profile a new best;
+    the iteration ends recorded."""
+    ctx.progress.phase("evaluating", total=len(answers))
+    first = int(iteration > 0)  # the starting kernel is #0
+    results: dict[int, EvalResult] = {}
     recorded = []
-    for index, (answer, result) in enumerate(zip(answers, results), start=int(iteration > 0)):
-        cand = _record(ctx.store, ctx.run_id, iteration, index, stage.name, prompt, answer, result)
+    for i, result in as_finished(ctx.parts.evaluator, [a.text for a in answers], stage):
+        cand = _record(ctx.store, ctx.run_id, iteration, first + i, stage.name, prompt, answers[i], result)
         ctx.progress.candidate_done(cand)
+        results[i] = result
         recorded.append(cand)
+    recorded.sort(key=lambda c: c.index)
     best = _best_of_round(ctx, recorded, best, stage)
     ctx.store.end_iteration(ctx.run_id, iteration)
-    return results, best
+    return [results[i] for i in sorted(results)], best
 
 
 # ---------------------------------------------------------------- decisions
@@ -217,6 +228,8 @@ def _best_of_round(ctx: _Ctx, cands: list[Candidate], best: Best | None, stage: 
     faster = sorted((c for c in cands if _faster(c.result, best, ctx.objective)),
                     key=lambda c: c.result.timing.clock(ctx.objective)[0] if c.result.timing else float("inf"))
     for cand in faster[:3]:
+        if ctx.parts.profiler.enabled:
+            progress.phase("profiling", cand.id)
         profile = ctx.parts.profiler.profile(cand.code or "", stage, cand.id)
         if profile is not None:
             store.update_profile(cand.id, profile)

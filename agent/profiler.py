@@ -241,6 +241,10 @@ class NcuProfiler:
         self.on_error = on_error or (lambda msg: None)
         self.hide = hide or []
 
+    @property
+    def enabled(self) -> bool:
+        return self.device == "cuda"
+
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
         if self.device != "cuda":
             return None  # CPU mode: there is no GPU to count

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import Field
 
-from agent.schema import Answer, Candidate, EvalResult, Model, Profile, Stage, Usage
+from agent.schema import Answer, Candidate, EvalResult, Model, OnResult, Profile, Stage, Usage
 from agent.store.records import IterationRecord, ResumeState, RunStatus
 
 
@@ -48,15 +48,26 @@ class Proposer(Protocol):
 
 
 class Evaluator(Protocol):
-    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]: ...
+    """Judges a round; `on_result(index, result)` (from any thread) as each verdict is final, the list at the end."""
+
+    def evaluate(self, sources: list[str], stage: Stage, on_result: OnResult | None = None) -> list[EvalResult]: ...
 
 
 class Profiler(Protocol):
+    """`enabled`: whether `profile` can measure anything here (no GPU in CPU mode: it answers None at once)."""
+
+    @property
+    def enabled(self) -> bool: ...
+
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None: ...
 
 
 class Progress(Protocol):
+    """What the loop is doing: an iteration begins, a phase of it (proposing, evaluating, profiling) begins, a
+    candidate lands, a new best, money spent, a note."""
+
     def start_iteration(self, iteration: int, stage: str, reason: str) -> None: ...
+    def phase(self, name: str, detail: str = "", total: int = 0) -> None: ...
     def candidate_done(self, candidate: Candidate) -> None: ...
     def new_best(self, candidate: Candidate) -> None: ...
     def usage(self, usage: Usage) -> None: ...

@@ -6,6 +6,7 @@ passes one of these models. A failed step is a verdict plus a message, never a s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timezone
 from enum import StrEnum
 from pathlib import Path
@@ -99,15 +100,21 @@ class ProblemSpec(Model):
 
 
 class Usage(Model):
+    """Tokens and what they cost. `priced` is False where some tokens came from a model with no known price (a local
+    server, a model missing from the price table): cost_usd then counts only the priced ones, and the cost is shown
+    as unknown, never as $0."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    priced: bool = True
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             prompt_tokens=self.prompt_tokens + other.prompt_tokens,
             completion_tokens=self.completion_tokens + other.completion_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
+            priced=self.priced and other.priced,
         )
 
 
@@ -297,6 +304,9 @@ class RunConfig(Model):
     samples: int = 4
     llm: str = "offline"  # "openai" | "offline" | "replay:RUN_ID"
     model: str = "gpt-4o"
+    llm_timeout_s: float = Field(default=300.0, gt=0, description="per model call; answers of thousands of tokens "
+                                 "take minutes on slow servers")
+    llm_retries: int = Field(default=4, ge=0, description="retries of a model call on 429, 5xx, timeouts")
     budget_usd: float | None = None
     device: Literal["cuda", "cpu"] = "cuda"
     patience: int = 3
@@ -321,5 +331,8 @@ class Candidate(Model):
     profile: Profile | None = None
     created_at: datetime = Field(default_factory=_now)
 
+
+# A round's verdicts as they become final: (the answer's index in the round, its result); called from any thread.
+OnResult = Callable[[int, EvalResult], None]
 
 Feedback.model_rebuild()

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from agent.config import UserConfig
 from agent.errors import UserError
 from agent.protocols import Evaluator, Parts, Profiler, Progress, Proposer
 from agent.scale.placement import Placement
@@ -34,6 +35,7 @@ class Assembly:
     run_id: str | None = None  # set once the run exists (a resumed run has it from the start)
     resumed: str | None = None  # the run being resumed: its spending and its replayed answers count
     progress: Progress | None = None
+    user: UserConfig = field(default_factory=UserConfig)  # the user's configuration (prices)
 
     def say(self, text: str) -> None:
         if self.progress is not None:
@@ -97,9 +99,13 @@ def _replay(a: Assembly, arg: str | None, calls: CallLog) -> Proposer:
 
 def _openai(a: Assembly, arg: str | None, calls: CallLog) -> Proposer:
     from agent.llm import Budget, OpenAIConfig, OpenAIProposer
+    from agent.llm.openai_proposer import OPENAI_DEFAULT_URL
 
     spent = a.store.get_run(a.resumed).usage.cost_usd if a.resumed else 0.0
-    proposer = OpenAIProposer(OpenAIConfig(model=a.config.model),
+    c = a.config
+    config = OpenAIConfig(model=c.model, timeout_s=c.llm_timeout_s, max_retries=c.llm_retries)
+    config.price = a.user.price(c.model, config.base_url or OPENAI_DEFAULT_URL)
+    proposer = OpenAIProposer(config,
                               budget=Budget(limit_usd=a.config.budget_usd, spent_usd=spent), on_call=calls)
     proposer.preflight()  # before the run exists: a dead endpoint or a rejected key leaves nothing behind
     return proposer

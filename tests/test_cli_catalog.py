@@ -14,8 +14,8 @@ from conftest import REPO, SEED_PROMPT
 DATA = Path(__file__).parent / "data"
 
 
-def agent(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    env = {**os.environ, "COLUMNS": "200"}  # tables as wide as they need (a plugin of this machine's pytest sets 80)
+def agent(*args: str, timeout: float = 60, columns: int = 200) -> subprocess.CompletedProcess:
+    env = {**os.environ, "COLUMNS": str(columns)}  # tables as wide as they need (a pytest plugin here sets 80)
     return subprocess.run([sys.executable, "-m", "agent", *args], cwd=REPO, capture_output=True, timeout=timeout, env=env)
 
 
@@ -52,6 +52,18 @@ def test_gpus_lists_the_catalog_and_marks_the_target():
     for name in ("4090", "RTX 3090", "L4", "L40S", "A100 80GB", "H100 SXM", "H200"):
         assert name in out
     assert "*" in out
+
+
+@pytest.mark.parametrize("columns", [50, 60, 80, 120])
+def test_catalog_tables_respect_columns_and_never_cut_a_value_or_a_stage_name(columns):
+    """Before: at 60 columns every GPU value read '4…' and stage names folded mid-word."""
+    gpus = agent("gpus", columns=columns).stdout.decode()
+    assert max(len(line) for line in gpus.splitlines()) <= columns
+    assert "…" not in gpus and "4090" in gpus and "1008" in gpus
+    stages = agent("stages", columns=columns).stdout.decode()
+    assert max(len(line) for line in stages.splitlines()) <= columns
+    for name in ("correctness", "memory-fusion", "memory-access", "host-overhead"):
+        assert name in stages, (name, stages)
 
 
 def test_stages_lists_stage_focus_and_metrics():

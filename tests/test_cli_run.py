@@ -24,18 +24,32 @@ ANSWERS = Path(__file__).resolve().parent / "answers"
 WRONG, TWO_BLOCKS, NO_CODE = ((ANSWERS / n).read_text() for n in ("wrong_scale.md", "two_blocks.md", "no_code.md"))
 CPU = ["--device", "cpu", "--gpu", "4090"]  # --gpu: no "no CUDA device detected" warning on stderr
 
-def environment(server: FakeOpenAI | None = None) -> dict[str, str]:
-    """The subprocess's environment: no OpenAI settings of the developer's, the fake server's where given."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
-    env.update({"COLUMNS": "200", "NO_COLOR": "1"})
+def environment(server: FakeOpenAI | None = None, **extra: str) -> dict[str, str]:
+    """The subprocess's environment: no OpenAI or agent settings of the developer's (AGENT_CONFIG points nowhere
+    unless given), the fake server's where given, then `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "AGENT_"))}
+    env.update({"COLUMNS": "200", "NO_COLOR": "1", "XDG_CONFIG_HOME": str(REPO / "tests" / "data" / "no-config")})
     if server is not None:
         env.update({"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-fake"})
+    env.update(extra)
     return env
 
 
-def agent(*args: object, server: FakeOpenAI | None = None, timeout: float = 180) -> subprocess.CompletedProcess:
+def agent(*args: object, server: FakeOpenAI | None = None, timeout: float = 180, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "agent", *map(str, args)], capture_output=True, text=True, cwd=REPO,
-                          env=environment(server), timeout=timeout)
+                          env=environment(server, **env), timeout=timeout)
+
+
+def priced_as_openai(server: FakeOpenAI, folder: Path, model: str = "gpt-4o") -> str:
+    """A user config giving the fake server's model OpenAI's price (a local server has none of its own)."""
+    from agent.llm import price_for
+
+    price = price_for(model)
+    assert price is not None
+    path = folder / "config.toml"
+    path.write_text(f'[prices."{model}"]\ninput = {price.input}\noutput = {price.output}\n'
+                    f'base_url = "{server.base_url}"\n')
+    return str(path)
 
 
 def ok(p: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
@@ -69,8 +83,10 @@ def recorded(server, tmp_path_factory) -> dict:
     nothing to run, so the second iteration costs no harness time but still gets the first one's feedback)."""
     root = tmp_path_factory.mktemp("recorded")
     server.script([reply(TWO_BLOCKS, WRONG), reply(NO_CODE)])
+    config = priced_as_openai(server, tmp_path_factory.mktemp("config"))
     events, summary = json_events(agent("run", *CPU, "--llm", "openai", "--model", "gpt-4o", "--iterations", 2,
-                                        "--samples", 2, "--root", root, "--json", server=server))
+                                        "--samples", 2, "--root", root, "--json", server=server,
+                                        AGENT_CONFIG=config))
     return {"root": root, "run": summary["run"], "events": events, "summary": summary,
             "requests": list(server.requests)}
 
@@ -82,7 +98,8 @@ def test_run_with_the_fake_server_records_every_candidate_verdict_and_call(recor
                                 (2, 2): "no_code"}
     assert [r["n"] for r in recorded["requests"]] == [2, 2] and recorded["requests"][0]["model"] == "gpt-4o"
     assert summary["iterations"] == 2 and summary["stop_reason"] == "completed 2 iterations"
-    assert summary["usage"]["prompt_tokens"] > 0 and summary["usage"]["cost_usd"] > 0
+    assert summary["usage"]["prompt_tokens"] > 0 and summary["usage"]["cost_usd"] > 0  # priced by the user config
+    assert summary["usage"]["priced"] is True
     with Store(recorded["root"]) as store:
         assert [c.iteration for c in store.calls(run)] == [1, 2]  # every exchange saved with its iteration
         record = store.get_run(run)
@@ -111,7 +128,7 @@ def test_leaderboard_json_ranks_the_correct_candidates_with_their_fields(recorde
 
 @pytest.mark.slow  # runs the harness (or reads a run that did)
 def test_show_prints_the_verdict_code_prompt_and_response(recorded):
-    out = ok(agent("show", f"{recorded['run']}-i1-c2", "--root", recorded["root"])).stdout
+    out = ok(agent("show", f"{recorded['run']}-i1-c2", "--full", "--root", recorded["root"])).stdout
     assert "incorrect" in out
     assert "gap_sum_kernel" in out  # the code
     assert "BUG (on purpose)" in out and "Fuse the multiplier" in out  # the response, prose included

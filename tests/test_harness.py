@@ -201,6 +201,17 @@ def test_cli_eval_prints_json_and_its_exit_code_says_whether_the_answer_is_corre
     assert out["verdict"] == "rule_violation" and "stream" in out["message"] and out["device"] == "cpu"
 
 
+def test_cli_eval_of_one_answer_is_drawn_as_show_draws_a_candidate():
+    """The same header rows, the message in a panel, the same checks and timing tables as `agent show`."""
+    r = agent("eval", str(CANDIDATES / "side_stream.py"), "--problem", "gap44", "--stage", "memory-fusion",
+              "--device", "cpu")
+    assert r.returncode == 3, r.stderr
+    lines = r.stdout.splitlines()
+    for label in ("answer", "problem", "verdict", "evaluated"):
+        assert any(line.startswith(label + " ") for line in lines), (label, r.stdout)
+    assert any(line.startswith("╭─ message") for line in lines), r.stdout
+
+
 @pytest.mark.slow
 def test_cli_eval_of_a_folder_judges_every_answer_and_summarizes_like_a_benchmark(tmp_path):
     for name in ("correct.py", "wrong_scale.py", "no_code.md", "side_stream.py"):

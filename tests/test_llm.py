@@ -42,9 +42,12 @@ KERNEL = "```python\nimport triton\n```"
 
 
 def config(server, **overrides) -> OpenAIConfig:
-    """Fast settings: short timeout, few retries; the fake server's Retry-After headers keep backoff short."""
+    """Fast settings: short timeout, few retries; the fake server's Retry-After headers keep backoff short. The model
+    is priced as OpenAI prices it (as a user would set it in the config: a local server has no price of its own)."""
     settings = dict(model="gpt-4o", base_url=server.base_url, api_key="sk-test", timeout_s=0.3, max_retries=2)
-    return OpenAIConfig(**(settings | overrides))
+    settings |= overrides
+    settings.setdefault("price", price_for(str(settings["model"])))
+    return OpenAIConfig(**settings)
 
 
 def one_line(err: pytest.ExceptionInfo[UserError]) -> str:
@@ -296,12 +299,20 @@ def test_budget_with_an_unknown_price_refuses_to_start(fake_openai):
     assert priced.price == Price(input=0.1, output=0.2)
 
 
-def test_unknown_price_without_budget_costs_zero_and_warns(fake_openai, caplog):
+def test_an_unknown_model_has_an_unknown_cost_not_a_zero_one(fake_openai):
     fake_openai.script([reply()])
-    with caplog.at_level(logging.WARNING):
-        [answer] = OpenAIProposer(config(fake_openai, model="llama3:70b")).propose(ctx("p", 1)).answers
-    assert answer.usage.cost_usd == 0 and answer.usage.completion_tokens > 0
-    assert "no price known for model 'llama3:70b'" in caplog.text
+    [answer] = OpenAIProposer(config(fake_openai, model="llama3:70b")).propose(ctx("p", 1)).answers
+    assert answer.usage.completion_tokens > 0 and not answer.usage.priced
+    assert (answer.usage + Usage(cost_usd=0.5)).priced is False  # a sum with an unknown part is not a known cost
+
+
+def test_the_shipped_prices_are_openais_and_price_only_openais_endpoint(fake_openai):
+    """The fake server answering as gpt-4o is not OpenAI: its tokens are not charged at OpenAI's price."""
+    fake_openai.script([reply()])
+    [answer] = OpenAIProposer(config(fake_openai, price=None)).propose(ctx("p", 1)).answers
+    assert answer.usage.completion_tokens > 0 and not answer.usage.priced and answer.usage.cost_usd == 0
+    at_openai = OpenAIProposer(OpenAIConfig(model="gpt-4o", base_url=None, api_key="sk-test"))
+    assert at_openai.price == price_for("gpt-4o")
 
 
 def test_budget_alone():

@@ -9,6 +9,8 @@ in CPU mode for one iteration.
 
 from __future__ import annotations
 
+import time
+
 import json
 from pathlib import Path
 
@@ -18,6 +20,8 @@ from agent import loop
 from agent.catalog import find_gpu
 from agent.harness.evaluator import LocalEvaluator, RoundRequests
 from agent.llm import Budget, OpenAIConfig, OpenAIProposer, ReplayProposer
+from agent.config import ModelPrice, UserConfig
+from agent.llm.pricing import Price
 from agent.loop import MIN_GAIN, Best, choose_stage
 from agent.problems import load_problem
 from agent.profiler import NcuProfiler
@@ -79,7 +83,7 @@ class TableEvaluator:
         self.start = start or correct(10.0)
         self.rounds: list[tuple[str, list[str]]] = []
 
-    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
+    def evaluate(self, sources: list[str], stage: Stage, on_result=None) -> list[EvalResult]:
         self.rounds.append((stage.name, list(sources)))
         return [self._result(s) for s in sources]
 
@@ -103,10 +107,10 @@ class KillingEvaluator(TableEvaluator):
         super().__init__(*args, **kwargs)
         self.kill_at_round = kill_at_round
 
-    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
+    def evaluate(self, sources: list[str], stage: Stage, on_result=None) -> list[EvalResult]:
         if len(self.rounds) + 1 == self.kill_at_round:
             raise Killed()
-        return super().evaluate(sources, stage)
+        return super().evaluate(sources, stage, on_result)
 
 
 def profile_of(kind: str | None, dram_pct: float = 30.0) -> Profile | None:
@@ -123,6 +127,8 @@ class FixedProfiler:
     def __init__(self, profile: Profile | None = None) -> None:
         self.result = profile
         self.calls: list[str] = []
+
+    enabled = True
 
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
         self.calls.append(candidate_id)
@@ -150,6 +156,9 @@ class Events:
 
     def start_iteration(self, iteration: int, stage: str, reason: str) -> None:
         self.events.append(("iteration", iteration, stage, reason))
+
+    def phase(self, name: str, detail: str = "", total: int = 0) -> None:
+        self.events.append(("phase", name, total))
 
     def candidate_done(self, candidate: Candidate) -> None:
         self.events.append(("candidate", candidate.id, str(candidate.result.verdict)))
@@ -221,6 +230,47 @@ def test_iteration_zero_evaluates_the_starting_kernel_and_makes_it_the_first_bes
     assert (it0.iteration, it0.reason, it0.prompt, it0.completed) == (0, "starting kernel", "", True)
 
 
+class LandingEvaluator(TableEvaluator):
+    """Reports a round's second answer first and holds the first back until the loop has shown the second: a loop
+    that waited for the whole round would never see it (the round times out)."""
+
+    def __init__(self, events: Events, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.events = events
+        self.waited = False
+
+    def evaluate(self, sources, stage, on_result=None):
+        results = super().evaluate(sources, stage)
+        if len(sources) < 2 or on_result is None:
+            return results
+        on_result(1, results[1])
+        deadline = time.monotonic() + 10
+        while not any(e[0] == "candidate" and e[1].endswith("-c2") for e in self.events.events):
+            assert time.monotonic() < deadline, "the loop did not show the candidate that had landed"
+            time.sleep(0.01)
+        self.waited = True
+        on_result(0, results[0])
+        return results
+
+
+def test_the_loop_shows_and_records_each_candidate_as_it_lands_and_announces_its_phases(store):
+    config, run_id = new_run(store, iterations=1, samples=2)
+    events = Events()
+    evaluator = LandingEvaluator(events, {"a": correct(9.0), "b": failed(Verdict.INCORRECT, "wrong")})
+    outcome = go(store, config, run_id, RecordingProposer([answer("a"), answer("b")]), evaluator,
+                 FixedProfiler(profile_of("memory-bound")), events)
+    assert evaluator.waited
+    landed = [e[1] for e in events.events if e[0] == "candidate"]
+    assert landed == [cid(run_id, 0, 0), cid(run_id, 1, 2), cid(run_id, 1, 1)]  # in the order they landed
+    kinds = [e[0] if e[0] != "phase" else f"phase:{e[1]}" for e in events.events]
+    assert kinds == ["iteration", "phase:evaluating", "candidate", "phase:profiling", "best",
+                     "iteration", "phase:proposing", "usage", "phase:evaluating", "candidate", "candidate",
+                     "phase:profiling", "best"]
+    assert outcome.best is not None and outcome.best.candidate == cid(run_id, 1, 1)
+    # the next prompt's feedback is in index order whatever the landing order
+    assert [c.index for c in store.candidates(run_id) if c.iteration == 1] == [1, 2]
+
+
 def test_a_new_best_must_beat_the_old_one_beyond_noise(store):
     config, run_id = new_run(store, iterations=2, samples=2)
     assert MIN_GAIN < 0.05
@@ -268,6 +318,8 @@ class DurationProfiler(FixedProfiler):
     def __init__(self, ms: dict[str, float]) -> None:
         super().__init__()
         self.ms = ms
+
+    enabled = True
 
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
         self.calls.append(candidate_id)
@@ -362,11 +414,13 @@ def test_a_proposer_error_stops_the_run_cleanly_with_its_reason(store):
 
 
 def test_the_budget_stops_the_run_before_a_call_would_exceed_it(store, fake_openai):
-    # gpt-4o: $2.50 per 1M prompt tokens; the server reports 200k prompt tokens: $0.50 spent by the first call.
+    # Priced as gpt-4o ($2.50 per 1M prompt tokens, $10 per 1M completion tokens; a local server has no price of its
+    # own); the server reports 200k prompt tokens: $0.51 spent by the first call.
     fake_openai.script([reply((ANSWERS / "rowsum.md").read_text(),
                               usage={"prompt_tokens": 200_000, "completion_tokens": 1_000})])
     config, run_id = new_run(store, iterations=3, samples=1, llm="openai", model="gpt-4o", budget_usd=0.55)
-    proposer = OpenAIProposer(OpenAIConfig(model="gpt-4o", base_url=fake_openai.base_url, api_key="sk-test"),
+    proposer = OpenAIProposer(OpenAIConfig(model="gpt-4o", base_url=fake_openai.base_url, api_key="sk-test",
+                                           price=Price(input=2.5, output=10.0)),
                               budget=Budget(limit_usd=config.budget_usd), on_call=CallLog(store, run_id))
     evaluator = TableEvaluator({}, start=correct(10.0))  # the answer has no marker: it gets the start's result too
 
@@ -555,7 +609,10 @@ def test_a_resumed_run_keeps_its_spending_and_its_place_in_a_replay(store, monke
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", fake_openai.base_url)  # the proposer checks its endpoint when built
-    paid = build_proposer(assembly(store, config.model_copy(update={"llm": "openai"}), resumed=source))
+    a = assembly(store, config.model_copy(update={"llm": "openai"}), resumed=source)
+    a.user = UserConfig(prices={"gpt-4o": ModelPrice(input=2.5, output=10.0, base_url=fake_openai.base_url)})
+    paid = build_proposer(a)  # priced by the user's config: a local server has no price of its own
+    assert paid.price is not None and paid.price.input == 2.5
     assert paid.budget.spent_usd == pytest.approx(store.get_run(source).usage.cost_usd) and paid.budget.spent_usd > 0
     paid.close()
 

@@ -52,3 +52,33 @@ def test_a_non_editable_install_renders_the_seed_prompt_byte_for_byte(installed,
     q = subprocess.run([sys.executable, "-c", "import agent; print(agent.__file__)"], capture_output=True, text=True,
                        cwd=tmp_path, env=env, timeout=60)
     assert q.stdout.strip().startswith(str(installed))
+
+
+def _cpu_quick_start() -> list[str]:
+    readme = (REPO / "README.md").read_text()
+    start = readme.index("On a CPU-only machine")
+    block = readme[readme.index("```bash\n", start) + len("```bash\n"):]
+    block = block[:block.index("```")]
+    return [line for line in block.splitlines() if line.strip() and not line.startswith("#")]
+
+
+@pytest.mark.slow  # asks pip to resolve the project's dependencies (no download: a dry run)
+def test_the_cpu_quick_start_is_two_commands_and_installs_no_cuda_library():
+    """README's CPU quick start: PyTorch's CPU build first, then the project, which then pulls nothing of CUDA."""
+    import torch
+
+    install, run = _cpu_quick_start()
+    assert install.startswith("pip install torch --index-url https://download.pytorch.org/whl/cpu && ")
+    assert install.endswith("pip install -e .") and run == "agent run --stage memory-fusion"
+    if "+cpu" not in torch.__version__:
+        pytest.skip(f"torch here is {torch.__version__}, not the CPU build the quick start installs first")
+    report = Path(os.environ.get("TMPDIR", "/tmp")) / f"agent-dry-run-{os.getpid()}.json"
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--report", str(report), "-e",
+                        str(REPO)], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        pytest.skip(f"pip cannot resolve here (no index?): {p.stderr.strip()[-200:]}")
+    import json
+
+    names = [item["metadata"]["name"].lower() for item in json.loads(report.read_text())["install"]]
+    report.unlink()
+    assert "torch" not in names and not [n for n in names if n.startswith("nvidia")], names

@@ -63,6 +63,36 @@ def test_json_mode_writes_one_object_per_event() -> None:
     assert lines[4]["cost_usd"] == 0.0123
 
 
+def test_json_phase_events_carry_the_phase_a_total_and_the_elapsed_time() -> None:
+    out = io.StringIO()
+    with LiveProgress("json", stream=out) as p:
+        p.start_iteration(1, "memory-fusion", "requested")
+        p.phase("evaluating", total=4)
+    events = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert events[1]["event"] == "phase" and events[1]["phase"] == "evaluating" and events[1]["total"] == 4
+    assert all(e["elapsed_s"] >= 0 for e in events)
+
+
+def test_the_footer_says_the_phase_how_far_it_is_and_how_long_it_has_run() -> None:
+    buf = io.StringIO()
+    c = Console(file=buf, width=160, force_terminal=True, color_system=None)
+    with LiveProgress("auto", console=c, total_iterations=5) as p:
+        p.start_iteration(1, "memory-fusion", "requested")
+        p.phase("evaluating", total=4)
+        p.candidate_done(cand(1))
+    assert "evaluating 4: 1 done" in buf.getvalue() and "run 0:0" in buf.getvalue()
+
+
+def test_a_log_gets_a_still_line_during_a_long_phase() -> None:
+    import time
+
+    c, buf = console()
+    with LiveProgress("lines", console=c, heartbeat_s=0.2) as p:
+        p.phase("proposing", "4 answers from openai:gpt-4o")
+        time.sleep(0.7)
+    assert "still proposing: 4 answers from openai:gpt-4o" in buf.getvalue()
+
+
 def test_quiet_mode_prints_nothing() -> None:
     c, buf = console()
     out = io.StringIO()

@@ -47,12 +47,15 @@ def gpus_command(args: argparse.Namespace) -> int:
 
     from agent.catalog import FALLBACK, closest_gpu, detect_device_name, load_catalog
     from agent.view import console, gpu_table
+    from agent.view.catalog import GPU_FORMS, fitting
 
     logging.getLogger("agent.catalog").setLevel(logging.ERROR)  # the table says it; no warning line on top
     device = detect_device_name()
     target = closest_gpu(device).key if device else FALLBACK
     caption = f"detected: {device}" if device else f"no CUDA device detected: --gpu auto targets {FALLBACK}"
-    console().print(gpu_table(load_catalog(), target, caption))
+    out = console()
+    gpus = load_catalog()
+    out.print(fitting(out, *(gpu_table(gpus, target, caption, shown=form) for form in GPU_FORMS)))
     return 0
 
 

@@ -95,7 +95,7 @@ def _print(args: argparse.Namespace, files: list[Path], results: list, problem: 
         return
     from agent.view import console, eval_view, suite_view
 
-    console().print(eval_view(results[0], problem, stage) if single else
+    console().print(eval_view(results[0], problem, stage, answer=str(files[0])) if single else
                     suite_view(files, results, summarize(results), problem, stage, args.objective))
 
 

@@ -59,14 +59,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Re-render each iteration's prompt of a recorded run from what the store saved "
                                    "and say whether it is identical to the prompt that was sent.")
     p.add_argument("run", metavar="RUN_ID", help="a run id (a unique prefix is enough)")
-    p.add_argument("--root", type=Path, default=Path("."), metavar="DIR",
-                   help="directory holding candidates/ (default: the current directory)")
+    p.add_argument("--root", type=Path, default=None, metavar="DIR",
+                   help="directory holding candidates/ (default: the config's store.root, else .)")
     p.add_argument("--format", choices=("table", "json", "prompt"), default="table", help="output format (default: table)")
     p.set_defaults(func=prompts_command)
 
     p = sub.add_parser("replay", help="old spelling of `agent ncu REPORT` and `agent prompts RUN_ID`")
     p.add_argument("target", metavar="REPORT|RUN_ID")
-    p.add_argument("--root", type=Path, default=Path("."), metavar="DIR")
+    p.add_argument("--root", type=Path, default=None, metavar="DIR")
     _report_flags(p)
     p.set_defaults(func=replay_command)
 

@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--llm", default=None, metavar=wiring.llm_choices("|"),
                    help="proposer (default: openai when OPENAI_API_KEY is set, else offline)")
     p.add_argument("--model", help="model name for --llm openai (default: gpt-4o)")
+    p.add_argument("--llm-timeout", type=float, metavar="S", help="seconds to wait for one model call (default: 300)")
+    p.add_argument("--llm-retries", type=int, metavar="N", help="retries of a model call that timed out, was rate "
+                   "limited or failed with 5xx (default: 4)")
     p.add_argument("--budget-usd", type=float, default=None, metavar="X", help="stop before spending more than X")
     p.add_argument("--device", choices=["cuda", "cpu"], default=None,
                    help="cuda, or cpu (TRITON_INTERPRET=1, reduced sizes); default: cuda when available")
@@ -37,8 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "or device (GPU time of calls queued back to back)")
     p.add_argument("--seed", type=int, help="seed for weights and validation inputs (default: 0)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run")
-    p.add_argument("--root", type=Path, default=Path("."), metavar="DIR",
-                   help="directory holding candidates/ and profiles/ (default: the current directory)")
+    p.add_argument("--root", type=Path, default=None, metavar="DIR",
+                   help="directory holding candidates/ and profiles/ (default: the config's store.root, else .)")
     where = p.add_mutually_exclusive_group()  # agent.scale: evaluate on several GPUs / a Ray cluster
     where.add_argument("--gpus", metavar="all|0,1,...", help="one evaluation worker per GPU of this host")
     where.add_argument("--cluster", metavar="ray://HOST:PORT|auto|local",
@@ -53,20 +56,23 @@ MAX_SAMPLES = 256
 # What a new run gets for a flag not given. A resumed run keeps its own values: these may change on --resume (go on
 # for more iterations, a bigger budget) and the others may not (they define what the run measures).
 DEFAULTS = {"stage": "memory-fusion", "problem": "gap44", "gpu": "auto", "iterations": 5, "samples": 4,
-            "model": "gpt-4o", "patience": 3, "objective": "latency", "seed": 0}
+            "model": "gpt-4o", "patience": 3, "objective": "latency", "seed": 0, "llm_timeout": 300.0,
+            "llm_retries": 4}
 RESUMABLE = {"iterations": "iterations", "samples": "samples", "patience": "patience", "budget_usd": "budget_usd",
-             "timeout": "timeout_s"}
+             "timeout": "timeout_s", "llm_timeout": "llm_timeout_s", "llm_retries": "llm_retries"}
 FIXED = {"problem": "problem", "stage": "stage", "gpu": "gpu", "model": "model", "llm": "llm", "device": "device",
          "objective": "objective", "seed": "seed"}
 
 
 def run(args: argparse.Namespace) -> int:
     from agent import loop
+    from agent.config import UserConfig
     from agent.view import LiveProgress
     from agent.view.progress import Mode
 
-    if not args.resume:
-        for key, value in DEFAULTS.items():
+    user: UserConfig = getattr(args, "user", None) or UserConfig()
+    if not args.resume:  # a flag wins over the user's config (agent.config), which wins over the built-in default
+        for key, value in {**DEFAULTS, **user.run.model_dump(exclude_none=True)}.items():
             if getattr(args, key) is None:
                 setattr(args, key, value)
     if args.iterations is not None:
@@ -79,6 +85,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--samples {args.samples}: at most {MAX_SAMPLES} candidates per iteration")
     if args.timeout is not None and not args.timeout > 0:
         raise UserError(f"--timeout must be > 0 seconds, got {args.timeout:g}")
+    if args.llm_timeout is not None and not args.llm_timeout > 0:
+        raise UserError(f"--llm-timeout must be > 0 seconds, got {args.llm_timeout:g}")
+    if args.llm_retries is not None:
+        _positive(args.llm_retries, "--llm-retries", zero_ok=True)
     if args.budget_usd is not None and not args.budget_usd > 0:
         raise UserError(f"--budget-usd must be > 0, got {args.budget_usd:g}")
     root = Path(args.root)
@@ -92,12 +102,18 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"--root {root}: this store is read-only here", "a run needs a folder it can write; "
                         "`agent leaderboard`, `agent show` and `agent runs` can still read this one")
     a = _assembly(args)
+    a.user = user
     # The proposer is built before the run is created or reopened: a missing key leaves no empty run behind.
     calls = wiring.CallLog(a.store, a.run_id)
     proposer = wiring.build_proposer(a, calls)
     mode: Mode = "quiet" if args.quiet else "json" if args.json else "auto"
     config, store = a.config, a.store
-    with LiveProgress(mode, total_iterations=config.iterations) as progress:
+    best = None
+    if a.run_id is not None:  # a resumed run's progress starts from its best, not from "no correct kernel yet"
+        best_id = store.get_run(a.run_id).best
+        best = store.get_candidate(best_id) if best_id else None
+    with LiveProgress(mode, total_iterations=config.iterations, best=best,
+                      heartbeat_s=user.progress.heartbeat_s) as progress:
         if a.run_id is None:
             a.run_id = store.create_run(config, gpu=a.gpu.name, device=config.device)
         else:
@@ -125,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             parts.close()
     _show(args, store, a.run_id, outcome, parts.summary())
-    return _failed(a.run_id, outcome.error)
+    return _failed(a.run_id, outcome.error, outcome.hint)
 
 
 def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
@@ -157,6 +173,7 @@ def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
             raise UserError("--device cuda but no CUDA GPU is visible", "use --device cpu for CPU mode")
         config = RunConfig(problem=args.problem, stage=args.stage, gpu=args.gpu, iterations=args.iterations,
                            samples=args.samples, llm=args.llm or wiring.default_llm(), model=args.model,
+                           llm_timeout_s=args.llm_timeout, llm_retries=args.llm_retries,
                            budget_usd=args.budget_usd, device=device, patience=args.patience,
                            timeout_s=args.timeout, objective=args.objective, seed=args.seed, root=args.root)
     wiring.check_llm(config.llm, store)  # a bad --llm is one line, before any other output
@@ -199,10 +216,11 @@ def _show(args: argparse.Namespace, store, run_id: str, outcome, summary: str | 
                   f"export with: agent export {outcome.best.candidate} -o kernel.py")
 
 
-def _failed(run_id: str, error: str | None) -> int:
+def _failed(run_id: str, error: str | None, hint: str | None = None) -> int:
     """A run that ended on a failure (not a limit) exits non-zero, after everything it finished is shown."""
     if error:
-        raise UserError(f"run {run_id} stopped early: {error}", f"fix it, then: agent run --resume {run_id}")
+        raise UserError(f"run {run_id} stopped early: {error}",
+                        f"{hint or 'fix it'}, then: agent run --resume {run_id}")
     return 0
 
 

@@ -12,14 +12,15 @@ from pathlib import Path
 
 
 def _add_root(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--root", type=Path, default=Path("."), metavar="DIR",
-                   help="directory holding candidates/ and profiles/ (default: the current directory)")
+    p.add_argument("--root", type=Path, default=None, metavar="DIR",
+                   help="directory holding candidates/ and profiles/ (default: the config's store.root, else .)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     # `agent run` (agent/commands/run.py) records what the commands below read.
-    p = sub.add_parser("leaderboard", help="rank recorded candidates by speedup vs eager",
-                       description="Rank recorded candidates by speedup vs eager (then time). Only correct ones "
+    p = sub.add_parser("leaderboard", help="rank recorded candidates by time within each problem",
+                       description="Rank recorded candidates by time on their run's clock, within each problem and "
+                                   "device (times of different problems are not compared). Only correct ones "
                                    "unless --all.")
     p.add_argument("--problem", metavar="P", help="only this problem's runs")
     p.add_argument("--run", metavar="RUN_ID", help="only this run (a unique prefix is enough)")
@@ -30,11 +31,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     _add_root(p)
     p.set_defaults(func=leaderboard)
 
-    p = sub.add_parser("show", help="show one candidate: verdict, checks, timing, metrics, code, prompt, response",
-                       description="Show one recorded candidate.")
+    p = sub.add_parser("show", help="show one candidate: verdict, checks, timing, metrics, code (prompt, response)",
+                       description="Show one recorded candidate: verdict and message, checks, timing on both clocks, "
+                                   "metrics and code; the prompt and the model's response with --prompt, --response "
+                                   "or --full. On a terminal, a view taller than the screen opens in $PAGER (less).")
     p.add_argument("candidate", metavar="CANDIDATE", help="candidate id (a unique prefix is enough)")
-    p.add_argument("--no-prompt", action="store_true", help="leave out the prompt")
-    p.add_argument("--no-response", action="store_true", help="leave out the model's response")
+    p.add_argument("--prompt", action="store_true", help="add the prompt it answered")
+    p.add_argument("--response", action="store_true", help="add the model's whole response")
+    p.add_argument("--full", action="store_true", help="add both")
+    p.add_argument("--no-pager", action="store_true", help="print straight to the terminal")
+    p.add_argument("--no-prompt", action="store_true", help=argparse.SUPPRESS)  # the old default's opt-outs
+    p.add_argument("--no-response", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--json", action="store_true", help="print the candidate as JSON")
     _add_root(p)
     p.set_defaults(func=show)
@@ -115,6 +122,20 @@ def leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def paged(console, renderable, pager: bool = True) -> None:  # console: rich.console.Console
+    """Print `renderable`; on a terminal, through $PAGER (less, colours kept) when it is taller than the screen."""
+    import os
+
+    if pager and console.is_terminal:
+        lines = console.render_lines(renderable, console.options, pad=False)
+        if len(lines) > console.height:
+            os.environ.setdefault("LESS", "-R")  # less shows the colours rather than their escape codes
+            with console.pager(styles=True):
+                console.print(renderable)
+            return
+    console.print(renderable)
+
+
 def show(args: argparse.Namespace) -> int:
     from agent.view import candidate_view
 
@@ -125,7 +146,9 @@ def show(args: argparse.Namespace) -> int:
     if args.json:
         print(c.model_dump_json(indent=2))
         return 0
-    _console().print(candidate_view(c, prompt=not args.no_prompt, response=not args.no_response))
+    view = candidate_view(c, prompt=(args.prompt or args.full) and not args.no_prompt,
+                          response=(args.response or args.full) and not args.no_response)
+    paged(_console(), view, pager=not args.no_pager)
     return 0
 
 

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from agent.harness.job import round_seed
 from agent.harness.pipeline import EvalRequest, Shared, evaluate_many
-from agent.schema import EvalResult, Model, Objective, ProblemSpec, Stage
+from agent.schema import EvalResult, Model, Objective, OnResult, ProblemSpec, Stage
 
 
 class RoundRequests(Model):
@@ -46,6 +46,6 @@ class LocalEvaluator:
         self.shared = Shared()
         self.round = 0
 
-    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
+    def evaluate(self, sources: list[str], stage: Stage, on_result: OnResult | None = None) -> list[EvalResult]:
         self.round += 1
-        return evaluate_many(self.requests.for_round(sources, stage, self.round), self.shared)
+        return evaluate_many(self.requests.for_round(sources, stage, self.round), self.shared, on_result=on_result)

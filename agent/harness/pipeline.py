@@ -43,7 +43,7 @@ from agent.harness.shared import Shared
 from agent.harness.validate import Reference
 from agent.harness.workerio import Gpu
 from agent.redact import scrub
-from agent.schema import EvalResult, Objective, ProblemSpec, Stage, Verdict
+from agent.schema import EvalResult, Objective, OnResult, ProblemSpec, Stage, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -271,23 +271,33 @@ def prewarm_for(req: EvalRequest, device: Device) -> Prewarm:
 
 
 def evaluate_many(reqs: list[EvalRequest], shared: Shared | None = None,
-                  warm: dict[int, Prewarm] | None = None) -> list[EvalResult]:
+                  warm: dict[int, Prewarm] | None = None, on_result: OnResult | None = None) -> list[EvalResult]:
     """Evaluate several answers, sharing one reference (and baseline) per problem/sizes/seed/device (`shared` keeps
     them across calls; by default they live for this call only). `warm`: workers started early for some of them
-    (by index); whatever is not used is ended.
+    (by index); whatever is not used is ended. `on_result(index, result)` is called (from a worker thread) as each
+    verdict is final, so a caller can show it before the round ends.
 
     GPU: up to gpu_slots candidates at once behind the GPU's lock (timing exclusive). CPU mode: in parallel.
     """
     warm = dict(warm or {})
     try:
-        return _evaluate_many(reqs, shared or Shared(), warm)
+        return _evaluate_many(reqs, shared or Shared(), warm, on_result or (lambda i, r: None))
     finally:
         for w in warm.values():
             w.cancel()
 
 
-def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prewarm]) -> list[EvalResult]:
+def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prewarm],
+                   on_result: OnResult) -> list[EvalResult]:
     results: list[EvalResult | None] = [None] * len(reqs)
+
+    def final(i: int) -> None:
+        r = results[i]
+        if r is not None:
+            r.message = scrub(r.message)
+            for c in r.checks:
+                c.note = scrub(c.note)
+            on_result(i, r)
     runnable: list[tuple[int, _Job]] = []
     plans: dict[tuple, tuple[int, list[TrialSpec], TimingPlan | None]] = {}
     for i, req in enumerate(reqs):
@@ -299,6 +309,7 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
         if isinstance(static, EvalResult):
             static.duration_s = time.monotonic() - t0
             results[i] = static
+            final(i)
             continue
         key = (req.problem.path, device, req.seed, req.time_it, req.cache_dir)
         if key not in plans:  # one plan per problem/seed/device: the round's candidates share one truth
@@ -327,6 +338,8 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             w.cancel()
             w = None
         results[i] = _run_candidate(job, lambda: truth(job), lambda: limit(job, base), w)
+        if job.device == "cpu":
+            final(i)
 
     # GPU: reference and baseline first; then up to `gpu_slots` candidates at once, behind the GPU's lock (their
     # start-up, compiles and validation overlap; timing is exclusive). A candidate that met trouble only a neighbour
@@ -336,13 +349,20 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
 
     round_start = time.monotonic()
 
-    def run_gpu(item: tuple[int, _Job]) -> None:
+    def run_gpu(item: tuple[int, _Job], retry_of: float | None = None) -> None:
+        """`retry_of`: the seconds of a first attempt that only met a neighbour's trouble."""
         queued = time.monotonic() - round_start  # waiting for a slot, and for the round's truth
         _, base = truth(item[1])
         run(item, base)
         result = results[item[0]]
-        if result is not None and slots > 1:
+        if result is None:
+            return
+        if slots > 1:
             result.phases = {"queued": round(queued, 3), **result.phases}
+        if retry_of is not None:
+            result.phases = {"retry": round(retry_of, 3), **result.phases}
+        if retry_of is not None or not (slots > 1 and neighbours_fault(result)):  # else final after its retry
+            final(item[0])
 
     if slots > 1:
         with ThreadPoolExecutor(max_workers=slots) as pool:
@@ -351,10 +371,7 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             attempt = results[item[0]]
             if attempt is not None and neighbours_fault(attempt):
                 log.info("evaluating candidate %d again, alone: %s", item[0], attempt.message)
-                run_gpu(item)
-                again = results[item[0]]
-                if again is not None:  # the first attempt's seconds
-                    again.phases = {"retry": round(attempt.duration_s, 3), **again.phases}
+                run_gpu(item, retry_of=attempt.duration_s)
     else:
         for item in gpu:
             run_gpu(item)
@@ -365,9 +382,4 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             first = pool.submit(truth, cpu[0][1])
             list(pool.map(run, cpu))
             first.result()
-    out = [r for r in results if r is not None]
-    for r in out:
-        r.message = scrub(r.message)
-        for c in r.checks:
-            c.note = scrub(c.note)
-    return out
+    return [r for r in results if r is not None]

@@ -24,7 +24,7 @@ def user_error(err: openai.OpenAIError, attempts: int, server: str, model: str, 
     if isinstance(err, openai.APITimeoutError):
         return UserError(
             f"no answer from {server} within {timeout_s:g} s ({tries})",
-            hint="the model may be slow or the server overloaded: raise the timeout",
+            hint="the model may be slow or the server overloaded: raise --llm-timeout",
         )
     if isinstance(err, openai.APIConnectionError):
         return UserError(

@@ -77,16 +77,21 @@ class OpenAIProposer:
         self.base_url = (config.base_url or OPENAI_DEFAULT_URL).rstrip("/")
         self.budget = budget
         self.on_call = on_call
+        # The shipped table is OpenAI's price list: it prices OpenAI's own API. Any other endpoint (a local server, a
+        # proxy) is priced only by the user (OpenAIConfig.price, from the user config); else its cost is unknown.
         table_price = price_for(config.model)
-        self.price = config.price or table_price
+        self.price = config.price or (table_price if self.base_url == OPENAI_DEFAULT_URL else None)
         if self.price is None:
             if budget is not None and budget.limit_usd is not None:
                 raise UserError(
-                    f"no price known for model {config.model!r}, so --budget-usd cannot be enforced",
-                    hint="add the model to agent/data/prices.toml, or run without --budget-usd",
+                    f"no price known for model {config.model!r} at {self.base_url}, so --budget-usd cannot be enforced",
+                    hint="give its price in the user config ([prices.\"MODEL\"] input/output per 1M tokens), or run "
+                         "without --budget-usd",
                 )
-            log.warning("no price known for model %r: its calls are recorded at cost 0", config.model)
-        self.reasoning = config.reasoning if config.reasoning is not None else bool(self.price and self.price.reasoning)
+            log.info("no price known for model %r at %s: its cost is recorded as unknown", config.model, self.base_url)
+        # Which parameters a model takes is the model's, wherever it is served: the table knows the names.
+        known = self.price if config.price is not None else table_price
+        self.reasoning = config.reasoning if config.reasoning is not None else bool(known and known.reasoning)
 
         # Event hooks see every HTTP attempt, including the ones the SDK retries, so the run can save them all.
         self._sent: list[httpx2.Request] = []
@@ -238,7 +243,8 @@ class OpenAIProposer:
             prompt_tokens = estimate_tokens(prompt) + estimate_tokens(self.config.system or "")
             completion_tokens = sum(estimate_tokens(t) for t in texts)
         cost = self.price.cost(prompt_tokens, completion_tokens) if self.price else 0.0
-        return Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost)
+        return Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost,
+                     priced=self.price is not None)
 
     def _split(self, total: Usage, parts: int) -> list[Usage]:
         prompt_each, prompt_left = divmod(total.prompt_tokens, parts)
@@ -248,7 +254,7 @@ class OpenAIProposer:
             p = prompt_each + (i < prompt_left)
             c = completion_each + (i < completion_left)
             cost = self.price.cost(p, c) if self.price else 0.0
-            shares.append(Usage(prompt_tokens=p, completion_tokens=c, cost_usd=cost))
+            shares.append(Usage(prompt_tokens=p, completion_tokens=c, cost_usd=cost, priced=self.price is not None))
         return shares
 
     # -- errors

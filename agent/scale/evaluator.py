@@ -12,7 +12,7 @@ from agent.harness.evaluator import RoundRequests
 from agent.scale.pool import WorkerDied, WorkerPool
 from agent.scale.settings import scale_settings
 from agent.scale.worker import ProfileReply
-from agent.schema import EvalResult, ProblemSpec, Profile, Stage, Verdict
+from agent.schema import EvalResult, OnResult, ProblemSpec, Profile, Stage, Verdict
 
 log = logging.getLogger(__package__)  # "agent.scale", as before the split: log lines keep their name
 
@@ -28,8 +28,7 @@ class ScaleEvaluator:
         self.candidates = 0
         self.busy_s = 0.0
 
-    def evaluate(self, sources: list[str], stage: Stage) -> list[EvalResult]:
-        from agent.errors import HarnessError
+    def evaluate(self, sources: list[str], stage: Stage, on_result: OnResult | None = None) -> list[EvalResult]:
         from agent.harness.settings import settings
 
         self.round += 1
@@ -39,24 +38,40 @@ class ScaleEvaluator:
         deadline = 2 * limit + sb.reference_timeout_s + sb.baseline_timeout_s + scale_settings().grace_s
         source = self.problem.path.read_text()
         start = time.monotonic()
-        answers = self.pool.map("evaluate", [(r, source) for r in reqs], deadline, retry=_only_waited)
+
+        def answered(i: int, answer: tuple[str, Any] | WorkerDied) -> None:
+            result = self._result(sources[i], answer)
+            if result is not None and on_result is not None:
+                on_result(i, result)
+
+        answers = self.pool.map("evaluate", [(r, source) for r in reqs], deadline, retry=_only_waited,
+                                on_answer=answered)
         wall = time.monotonic() - start
         results: list[EvalResult] = []
         for src, answer in zip(sources, answers):
-            if isinstance(answer, WorkerDied):
-                results.append(_lost(src, f"the evaluation worker died while evaluating it ({answer}); "
-                                          "the worker was replaced", self.requests.device))
-            elif answer[0] == "harness_error":
+            result = self._result(src, answer)
+            if result is None:
+                from agent.errors import HarnessError
+
+                assert not isinstance(answer, WorkerDied)
                 raise HarnessError(answer[1], "the evaluation worker could not judge the problem itself")
-            elif answer[0] == "error":
-                results.append(_lost(src, f"harness error in the evaluation worker: {answer[1]}", self.requests.device))
-            else:
-                results.append(answer[1])
+            results.append(result)
         self.candidates += len(sources)
         self.busy_s += wall
         self.on_round(f"{len(sources)} candidates in {wall:.1f} s on {self.pool.describe()}: "
                       f"{_per_min(len(sources), wall):.1f} candidates/min (run: {self.rate():.1f}/min)")
         return results
+
+    def _result(self, source: str, answer: tuple[str, Any] | WorkerDied) -> EvalResult | None:
+        """A worker's answer as the candidate's result; None where the problem itself could not be judged."""
+        if isinstance(answer, WorkerDied):
+            return _lost(source, f"the evaluation worker died while evaluating it ({answer}); "
+                                 "the worker was replaced", self.requests.device)
+        if answer[0] == "harness_error":
+            return None
+        if answer[0] == "error":
+            return _lost(source, f"harness error in the evaluation worker: {answer[1]}", self.requests.device)
+        return answer[1]
 
     def rate(self) -> float:
         """Candidates per minute of evaluation so far."""
@@ -79,6 +94,10 @@ class ScaleProfiler:
         self.pool, self.problem, self.out, self.device = pool, problem, out, device
         self.metric_set, self.timeout_s, self.on_error = metric_set, timeout_s, on_error or (lambda msg: None)
         self.hide = hide or []  # the store, where a worker shares its host
+
+    @property
+    def enabled(self) -> bool:
+        return self.device == "cuda"
 
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
         if self.device != "cuda":

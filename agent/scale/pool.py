@@ -179,11 +179,15 @@ class WorkerPool:
         return f"{self.workers} workers ({what}) on {len(self.gpus) or '?'} GPU{'s' if len(self.gpus) != 1 else ''}{ids}"
 
     def map(self, method: str, items: list[tuple], deadline_s: float,
-            retry: Callable[[tuple[str, Any]], bool] | None = None) -> list[tuple[str, Any] | WorkerDied]:
+            retry: Callable[[tuple[str, Any]], bool] | None = None,
+            on_answer: Callable[[int, tuple[str, Any] | WorkerDied], None] | None = None,
+            ) -> list[tuple[str, Any] | WorkerDied]:
         """Run method(*item) for every item on whichever worker is free; answers in the items' order.
 
         A dead worker's item answers WorkerDied and the worker is replaced. `retry(answer)`: True sends the
-        item round once more (a candidate that only waited for the GPU)."""
+        item round once more (a candidate that only waited for the GPU). `on_answer(index, answer)`: called from
+        the worker's thread as each answer is final."""
+        done = on_answer or (lambda i, a: None)
         work: queue.Queue[tuple[int, tuple, int]] = queue.Queue()
         for i, item in enumerate(items):
             work.put((i, item, 0))
@@ -206,6 +210,7 @@ class WorkerPool:
                     except Exception as err:  # e.g. the cluster has no room: the other workers carry on
                         log.error("could not replace evaluation worker %s: %s", h.label, err)
                         answers[i] = answer
+                        done(i, answer)
                         return
                 finally:
                     h.current = None
@@ -213,6 +218,7 @@ class WorkerPool:
                     work.put((i, item, 1))
                     continue
                 answers[i] = answer
+                done(i, answer)
 
         threads = [threading.Thread(target=drain, args=(h,), name=f"agent-drain-{h.label}", daemon=True)
                    for h in self.handles]

@@ -362,7 +362,8 @@ class Store:
 
     def leaderboard(self, problem: str | None = None, run: str | None = None, stage: str | None = None,
                     include_all: bool = False, limit: int | None = None) -> list[LeaderRow]:
-        """Candidates ranked by speedup vs eager, then time; correct only unless include_all (then failures last)."""
+        """Candidates ranked by time within each problem and device; correct only unless include_all (then failures
+        last)."""
         return _leaderboard(self.db, problem=problem, run_id=self.resolve_run(run) if run else None, stage=stage,
                             include_all=include_all, limit=limit)
 

@@ -186,7 +186,8 @@ def index_candidate(db: sqlite3.Connection, c: Candidate, attempt: int, rel_dir:
         **clocks, "spread_pct": t.candidate_spread_pct if t else None, "eager_ms": t.eager_ms if t else None,
         "compile_ms": t.compile_ms if t else None, "meaningful": int(t.meaningful) if t else None,
         "device": c.result.device, "model": c.answer.model if c.answer else None, "prompt_tokens": u.prompt_tokens,
-        "completion_tokens": u.completion_tokens, "cost_usd": u.cost_usd, "dram_pct": longest_kernel_dram_pct(c.profile),
+        "completion_tokens": u.completion_tokens, "cost_usd": u.cost_usd, "priced": int(u.priced),
+        "dram_pct": longest_kernel_dram_pct(c.profile),
         "bottleneck": c.profile.bottleneck.kind if c.profile and c.profile.bottleneck else None,
         "created_at": _iso(c.created_at),
     }
@@ -235,7 +236,8 @@ def usage(db: sqlite3.Connection, run_id: str) -> Usage:
     u = db.execute("SELECT * FROM usage WHERE run_id = ?", (run_id,)).fetchone()
     if u is None:
         return Usage()
-    return Usage(prompt_tokens=u["prompt_tokens"], completion_tokens=u["completion_tokens"], cost_usd=u["cost_usd"])
+    return Usage(prompt_tokens=u["prompt_tokens"], completion_tokens=u["completion_tokens"], cost_usd=u["cost_usd"],
+                 priced=not u["unpriced"])
 
 
 def last_complete(db: sqlite3.Connection, run_id: str, status: str) -> tuple[int, str | None]:

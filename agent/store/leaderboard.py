@@ -1,4 +1,8 @@
-"""The leaderboard: indexed candidates ranked by speedup vs eager on their run's objective clock, then time."""
+"""The leaderboard: indexed candidates ranked by time on their run's objective clock, within a problem and device.
+
+Time, not the speedup: on the CPU eager is re-timed every round, so a ratio ranks a 44.5 ms candidate above a 40.2 ms
+one; times of different problems (or of the CPU and a GPU) are not compared, so each (problem, device) has its own
+ranks. On a tie the run's own best comes first, so the run summary and the first row agree."""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from agent.store.records import LeaderRow
 
 def leaderboard(db: sqlite3.Connection, problem: str | None = None, run_id: str | None = None,
                 stage: str | None = None, include_all: bool = False, limit: int | None = None) -> list[LeaderRow]:
-    """Candidates ranked by speedup vs eager, then time; correct only unless include_all (then failures last).
+    """Candidates ranked by time within each problem and device; correct only unless include_all (then failures
+    last, with their message).
 
     `run_id` is a full run id (Store.leaderboard resolves a prefix first)."""
     where: list[str] = []
@@ -28,21 +33,32 @@ def leaderboard(db: sqlite3.Connection, problem: str | None = None, run_id: str 
         where.append("c.stage = ?")
         params.append(stage)
     sql = (
-        "SELECT c.*, r.problem FROM candidates c JOIN runs r ON r.id = c.run_id"
+        "SELECT c.*, r.problem, c.id = r.best AS run_best FROM candidates c JOIN runs r ON r.id = c.run_id"
         + (" WHERE " + " AND ".join(where) if where else "")
-        + " ORDER BY c.verdict != 'correct', c.speedup_vs_eager IS NULL, c.speedup_vs_eager DESC,"
-        " c.candidate_ms IS NULL, c.candidate_ms, c.created_at, c.id"
+        + " ORDER BY c.verdict != 'correct', r.problem, c.device, c.candidate_ms IS NULL, c.candidate_ms,"
+        " run_best DESC, c.created_at, c.id"
     )
     if limit is not None:
         sql += " LIMIT ?"
         params.append(int(limit))
-    return [
-        LeaderRow(
-            rank=rank, candidate=r["id"], run=r["run_id"], problem=r["problem"], stage=r["stage"],
+    rows: list[LeaderRow] = []
+    ranks: dict[tuple[str, str], int] = {}  # rank within (problem, device); failures after all of them
+    for r in db.execute(sql, params).fetchall():
+        group = (r["problem"], r["device"]) if r["verdict"] == str(Verdict.CORRECT) else ("", "failed")
+        ranks[group] = ranks.get(group, 0) + 1
+        rows.append(LeaderRow(
+            rank=ranks[group], candidate=r["id"], run=r["run_id"], problem=r["problem"], stage=r["stage"],
             iteration=r["iteration"], verdict=Verdict(r["verdict"]), eager_ms=r["eager_ms"],
             compile_ms=r["compile_ms"], dram_pct=r["dram_pct"], **{k: r[k] for k in CLOCK_KEYS},
-            tokens=r["prompt_tokens"] + r["completion_tokens"], cost_usd=r["cost_usd"],
+            tokens=r["prompt_tokens"] + r["completion_tokens"],
+            cost_usd=r["cost_usd"] if r["priced"] or not r["prompt_tokens"] + r["completion_tokens"] else None,
             meaningful=None if r["meaningful"] is None else bool(r["meaningful"]), device=r["device"],
-        )
-        for rank, r in enumerate(db.execute(sql, params).fetchall(), start=1)
-    ]
+            run_best=bool(r["run_best"]),
+            message=None if r["verdict"] == str(Verdict.CORRECT) else _first_line(r["message"]),
+        ))
+    return rows
+
+
+def _first_line(message: str | None) -> str:
+    lines = (message or "").strip().splitlines()
+    return lines[0] if lines else ""

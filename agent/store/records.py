@@ -94,6 +94,8 @@ class LeaderRow(Model):
     latency_speedup_vs_compile: float | None = None
     dram_pct: float | None = None
     tokens: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = Field(default=0.0, description="None: the model's price is not known")
+    run_best: bool = Field(default=False, description="the run's own best (what its summary names)")
+    message: str | None = Field(default=None, description="a failed candidate's first line of why")
     meaningful: bool | None = Field(default=None, description="False for CPU-mode timings")
     device: str | None = None

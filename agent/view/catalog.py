@@ -2,30 +2,49 @@
 
 from __future__ import annotations
 
+from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from agent.prompts import format_number
 from agent.schema import GPUSpec, ProblemSpec, SizeSet, Stage
 
+_GPU_COLUMNS = ("", "key", "name", "arch", "cc", "SMs", "GB/s", "TF32", "BF16", "FP16", "smem/SM KB", "smem/block KB",
+                "L2 MB")
+# Narrower consoles get fewer columns, each value whole: what a kernel's limits hang on first.
+GPU_FORMS = (_GPU_COLUMNS, ("", "key", "name", "SMs", "GB/s", "FP16", "smem/SM KB", "L2 MB"),
+             ("", "key", "SMs", "GB/s", "FP16", "L2 MB"))
 
-def gpu_table(gpus: list[GPUSpec], target: str, caption: str) -> Table:
-    """The GPU catalog; `target` (the key --gpu auto resolves to) is starred."""
+
+def gpu_table(gpus: list[GPUSpec], target: str, caption: str, *, shown: tuple[str, ...] = _GPU_COLUMNS) -> Table:
+    """The GPU catalog; `target` (the key --gpu auto resolves to) is starred; `shown`: its columns (GPU_FORMS)."""
     table = Table(title="GPU catalog", caption=caption)
-    for col in ("", "key", "name", "arch", "cc", "SMs", "GB/s", "TF32", "BF16", "FP16", "smem/SM KB", "smem/block KB",
-                "L2 MB"):
-        table.add_column(col, justify="right" if col not in ("", "key", "name", "arch") else "left")
+    for col in shown:
+        table.add_column(col, justify="right" if col not in ("", "key", "name", "arch") else "left",
+                         no_wrap=col != "name")
     for g in gpus:
-        table.add_row("*" if g.key == target else "", g.key, g.name, g.architecture, g.compute_capability,
-                      str(g.sms), format_number(g.memory_bandwidth_gbs), format_number(g.tf32_tflops),
-                      format_number(g.bf16_tflops), format_number(g.fp16_tflops), str(g.smem_per_sm_kb),
-                      str(g.smem_per_block_kb), format_number(g.l2_mb))
+        cells = dict(zip(_GPU_COLUMNS, (
+            "*" if g.key == target else "", g.key, g.name, g.architecture, g.compute_capability, str(g.sms),
+            format_number(g.memory_bandwidth_gbs), format_number(g.tf32_tflops), format_number(g.bf16_tflops),
+            format_number(g.fp16_tflops), str(g.smem_per_sm_kb), str(g.smem_per_block_kb), format_number(g.l2_mb))))
+        table.add_row(*(cells[c] for c in shown))
     return table
+
+
+def fitting(console: Console, *tables: Table) -> Table:
+    """The first of `tables` (widest first) that fits the console without cutting a value, else the last."""
+    for table in tables[:-1]:
+        if Measurement.get(console, console.options.update_width(100_000), table).maximum <= console.width:
+            return table
+    return tables[-1]
 
 
 def ladder_table(stages: list[Stage]) -> Table:
     table = Table(title="Stage ladder", show_lines=True)
     for col in ("#", "stage", "focus", "ncu metrics", "rules"):
-        table.add_column(col, overflow="fold" if col != "stage" else "ellipsis", no_wrap=col in ("#", "stage"))
+        # a stage name is never folded mid-word; focus wraps at words; a metric name folds only where it must
+        table.add_column(col, overflow="fold" if col == "ncu metrics" else "ellipsis", no_wrap=col in ("#", "stage"),
+                         min_width=max((len(s.name) for s in stages), default=0) if col == "stage" else None)
     for i, s in enumerate(stages, start=1):
         rules = [f"{k}={v}" for k, v in s.rules.model_dump().items() if v not in (None, False, "")]
         table.add_row(str(i), s.name, s.focus, "\n".join(s.metrics), "\n".join(rules) or "-")

@@ -38,10 +38,14 @@ def fmt_tokens(n: int) -> str:
     return f"{n:,}" if n else "–"
 
 
-def fmt_cost(usd: float) -> str:
+def fmt_cost(usd: float | None, priced: bool = True) -> str:
+    """'$0.0123'; 'unknown' (or '≥ $0.0123') where a model's price is not known: never a made-up $0."""
+    if usd is None or (not priced and not usd):
+        return "unknown"
     if not usd:
         return "–"
-    return f"${usd:.4f}" if usd < 1 else f"${usd:.2f}"
+    text = f"${usd:.4f}" if usd < 1 else f"${usd:.2f}"
+    return text if priced else f"≥ {text}"
 
 
 def fmt_value(v: float | int) -> str:

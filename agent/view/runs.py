@@ -28,49 +28,69 @@ if TYPE_CHECKING:  # the store pulls in sqlite and pydantic models; the view onl
     from agent.store import LeaderRow, RunRecord
 
 
-def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", *, compact: bool = False) -> Table:
-    """Rank, candidate, run, stage, iteration, verdict, time, speedups, DRAM %, tokens, cost.
+def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", *, compact: bool = False,
+                      minimal: bool = False, why: bool = True) -> Table:
+    """Rank (within a problem and device), candidate (★ the run's own best; its id holds the iteration), run,
+    problem, stage, verdict, time, speedups, DRAM %, tokens, cost, and why a failed one failed.
 
-    compact (narrow terminals): no run, iteration or tokens column (a candidate id holds run and iteration), ids
+    compact (narrow terminals): no run or tokens column (a candidate id holds the run), ids
     shortened to the run's random tag plus the candidate part ('3fa2-i3-c1', which `agent show` accepts), shorter
-    headers, cost only when something was spent.
+    headers, the problem only when there are several, cost only when something was spent. minimal (narrower still):
+    compact without DRAM and cost.
     """
+    compact = compact or minimal
     full = not compact
-    spent = full or any(r.cost_usd for r in rows)
+    spent = full or (not minimal and any(r.cost_usd is None or r.cost_usd for r in rows))
+    problems = full or len({r.problem for r in rows}) > 1
+    ids = sorted((short_candidate_id(r.candidate, r.run) if compact else r.candidate for r in rows), key=len,
+                 reverse=True)
+    failed = why and any(r.message is not None for r in rows)
     table = Table(title=title, title_justify="left", header_style="bold", box=box.SIMPLE_HEAD, pad_edge=False,
-                  collapse_padding=compact)
+                  collapse_padding=True)
     objectives = {r.objective for r in rows if r.objective}
     mark = {c: " ◆" if objectives == {c} else "" for c in ("device", "latency")}
-    columns = [("#", "#", True), ("candidate", "candidate", True), ("run", "", full), ("stage", "stage", True),
-               ("iter", "", full), ("verdict", "verdict", True), ("time", "time", compact),
+    columns = [("#", "#", True), ("candidate", "candidate", True), ("run", "", full), ("problem", "problem", problems),
+               ("stage", "stage", True),
+               ("verdict", "verdict", True), ("time", "time", compact),
                (f"device{mark['device']}", "", full), (f"latency{mark['latency']}", "", full), ("launches", "", full),
-               ("vs eager", "×eager", True), ("vs compile", "×compile", True), ("DRAM", "DRAM", True),
-               ("tokens", "", full), ("cost", "cost", spent)]
+               ("vs eager", "×eager", True), ("vs compile", "×compile", True), ("DRAM", "DRAM", not minimal),
+               ("tokens", "", full), ("cost", "cost", spent), ("why", "why", failed)]
     for name, short, shown in columns:
         if shown:
-            table.add_column(name if full else short, justify="left" if name in ("candidate", "run", "stage", "verdict")
-                             else "right", no_wrap=name != "stage", overflow="fold" if name == "stage" else "ellipsis")
+            text = name in ("candidate", "run", "problem", "stage", "verdict", "why")
+            # Only the words of `why` wrap; an id is never cut (`agent show` takes what the table shows), and a
+            # problem or stage name is shortened with an ellipsis rather than folded mid-word.
+            table.add_column(name if full else short, justify="left" if text else "right",
+                             no_wrap=name != "why", overflow="ellipsis", max_width=40 if name == "why" else None,
+                             min_width=len(ids[0]) if name == "candidate" and ids else None)
     any_cpu = False
     for r in rows:
         cpu = r.meaningful is False
         any_cpu |= cpu
-        cells: list[RenderableType] = [str(r.rank), Text(short_candidate_id(r.candidate, r.run) if compact
-                                                          else r.candidate)]
+        label = Text(short_candidate_id(r.candidate, r.run) if compact else r.candidate)
+        if r.run_best:
+            label.append(" ★", style="bold green")
+        cells: list[RenderableType] = [str(r.rank), label]
         if full:
             cells.append(Text(r.run))
+        if problems:
+            cells.append(Text(r.problem))
         cells += [
-            Text(r.stage), *([str(r.iteration)] if full else []), verdict_text(r.verdict),
+            Text(r.stage), verdict_text(r.verdict),
             *([_time_cell(r.candidate_ms, cpu)] if compact else
               [_time_cell(r.device_ms, cpu), _time_cell(r.latency_ms, cpu),
                str(r.launches) if r.launches is not None else "–"]),
-            speedup_text(r.speedup_vs_eager), speedup_text(r.speedup_vs_compile), fmt_pct(r.dram_pct),
+            speedup_text(r.speedup_vs_eager), speedup_text(r.speedup_vs_compile),
+            *([] if minimal else [fmt_pct(r.dram_pct)]),
         ]
         if full:
             cells.append(fmt_tokens(r.tokens))
         if spent:
             cells.append(fmt_cost(r.cost_usd))
+        if failed:
+            cells.append(Text(r.message or "", style="dim"))
         table.add_row(*cells)
-    notes = []
+    notes = ["ranked by time within each problem and device; ★ the run's best"] if rows else []
     if objectives and (compact or len(objectives) == 1):
         notes.append("speedups on " + (f"the {objectives.pop()} clock" if len(objectives) == 1
                                        else "each run's own clock") + (" ◆" if full else ""))
@@ -90,10 +110,13 @@ def leaderboard_fitting(rows: list[LeaderRow], console: Console, title: str | No
     """The full leaderboard where it fits the console, else its compact form."""
     from rich.measure import Measurement
 
-    table = leaderboard_table(rows, title)
-    if Measurement.get(console, console.options.update_width(100_000), table).maximum <= console.width:
-        return table
-    return leaderboard_table(rows, title, compact=True)
+    # The fullest form whose unbreakable columns fit, with room for `why` (the one column that wraps) where it shows.
+    room = 24 if any(r.message is not None for r in rows) else 0
+    for form in ({}, {"compact": True}):
+        bare = leaderboard_table(rows, title, why=False, **form)
+        if Measurement.get(console, console.options.update_width(100_000), bare).maximum + room <= console.width:
+            return leaderboard_table(rows, title, **form)
+    return leaderboard_table(rows, title, minimal=True)
 
 
 def short_candidate_id(candidate: str, run: str) -> str:
@@ -115,16 +138,9 @@ def candidate_view(c: Candidate, *, prompt: bool = True, response: bool = True) 
     if c.answer is not None:
         u = c.answer.usage
         header.add_row("model", Text(f"{c.answer.model}  {fmt_tokens(u.prompt_tokens + u.completion_tokens)} tokens"
-                                f"  {fmt_cost(u.cost_usd)}  {c.answer.latency_s:.1f} s"))
+                                f"  {fmt_cost(u.cost_usd, u.priced)}  {c.answer.latency_s:.1f} s"))
     header.add_row("evaluated", f"on {r.device} in {r.duration_s:.1f} s, {_when(c.created_at)}")
-    parts: list[RenderableType] = [header]
-    if r.message:
-        parts.append(Panel(Text(r.message), title="message", title_align="left",
-                           border_style="green" if r.verdict == "correct" else "red"))
-    if r.checks:
-        parts.append(checks_table(r))
-    if r.timing is not None:
-        parts.append(timing_table(r))
+    parts: list[RenderableType] = [header, *_verdict_parts(r)]
     if c.profile is not None and c.profile.kernels:
         parts.append(metrics_table(c))
     if c.code:
@@ -212,7 +228,7 @@ def run_summary(run: RunRecord, top: list[LeaderRow] | None = None) -> Renderabl
                                                   else "GPU time of calls queued back to back") + ")")
     g.add_row("iterations", f"{run.iterations} of {cfg.iterations}, {run.candidates} candidates")
     u = run.usage
-    g.add_row("usage", f"{fmt_tokens(u.prompt_tokens + u.completion_tokens)} tokens, {fmt_cost(u.cost_usd)}"
+    g.add_row("usage", f"{fmt_tokens(u.prompt_tokens + u.completion_tokens)} tokens, {fmt_cost(u.cost_usd, u.priced)}"
                        + (f" of ${cfg.budget_usd:.2f}" if cfg.budget_usd is not None else ""))
     g.add_row("best", run.best or "–")
     parts: list[RenderableType] = [g]
@@ -225,19 +241,33 @@ def _when(t: datetime) -> str:
     return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def eval_view(result: EvalResult, problem: str, stage: str) -> RenderableType:
-    """`agent eval`: the verdict, its message, the checks and the timing of one answer."""
-    parts: list[RenderableType] = [
-        Text.assemble(verdict_text(result.verdict.value), f"  {problem} · {stage} · {result.device} · "
-                      f"{result.duration_s:.1f} s"),
-        Text(result.message),
-    ]
+def _verdict_parts(r: EvalResult) -> list[RenderableType]:
+    """The message, the checks and the timing: drawn alike by `agent show` and `agent eval`."""
+    parts: list[RenderableType] = []
+    if r.message:
+        parts.append(Panel(Text(r.message), title="message", title_align="left",
+                           border_style="green" if r.verdict == "correct" else "red"))
+    if r.checks:
+        parts.append(checks_table(r))
+    if r.timing is not None:
+        parts.append(timing_table(r))
+    return parts
+
+
+def eval_view(result: EvalResult, problem: str, stage: str, answer: str | None = None) -> RenderableType:
+    """`agent eval` of one answer, laid out as `agent show` lays out a candidate: a header, the message, the checks
+    and the timing, then where the time went."""
+    header = Table.grid(padding=(0, 2))
+    header.add_column(style="bold")
+    header.add_column()
+    if answer:
+        header.add_row("answer", Text(answer))
+    header.add_row("problem", Text(f"{problem}  stage {stage}"))
+    header.add_row("verdict", verdict_text(result.verdict))
     if result.kernels:
-        parts.append(Text.assemble(("kernels: ", "dim"), ", ".join(result.kernels)))
-    if result.checks:
-        parts.append(checks_table(result))
-    if result.timing:
-        parts.append(timing_table(result))
+        header.add_row("kernels", Text(", ".join(result.kernels)))
+    header.add_row("evaluated", f"on {result.device} in {result.duration_s:.1f} s")
+    parts: list[RenderableType] = [header, *_verdict_parts(result)]
     if result.phases:
         parts.append(Text("where the time went: " + " · ".join(f"{k} {v:.1f} s" for k, v in result.phases.items()
                                                              if v >= 0.05), style="dim"))
@@ -261,7 +291,7 @@ def runs_table(records: list[RunRecord], best: dict[str, LeaderRow | None]) -> T
                           r.status, "yellow")), r.config.problem, r.config.stage, r.device,
                       short_candidate_id(b.candidate, r.id) if b else "–",
                       _time_cell(b.device_ms, cpu) if b else "–", _time_cell(b.latency_ms, cpu) if b else "–",
-                      speedup_text(b.speedup_vs_eager) if b else "–", str(r.candidates), fmt_cost(r.usage.cost_usd),
+                      speedup_text(b.speedup_vs_eager) if b else "–", str(r.candidates), fmt_cost(r.usage.cost_usd, r.usage.priced),
                       _duration(seconds))
     return table
 

@@ -1,0 +1,136 @@
+"""The user's configuration, without editing the installed package: a TOML file and AGENT_* environment variables.
+
+    file   $AGENT_CONFIG, else $XDG_CONFIG_HOME/agent/config.toml (~/.config/agent/config.toml)
+    env    AGENT_<SECTION>__<KEY>, e.g. AGENT_RUN__SAMPLES=8, AGENT_PROGRESS__HEARTBEAT_S=30
+
+A flag on the command line wins over the environment, which wins over the file, which wins over the built-in
+defaults. Everything is validated (pydantic): an unknown key or a bad value is one line naming where it came from.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from agent.errors import UserError
+from agent.llm.pricing import Price
+
+ENV_PREFIX = "AGENT_"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunDefaults(_Section):
+    """Defaults for `agent run`'s flags (same names, dashes as underscores); unset: the built-in default."""
+
+    stage: str | None = None
+    problem: str | None = None
+    gpu: str | None = None
+    iterations: int | None = Field(default=None, ge=0)
+    samples: int | None = Field(default=None, ge=1, le=256)
+    llm: str | None = None
+    model: str | None = None
+    llm_timeout: float | None = Field(default=None, gt=0, description="seconds per model call")
+    llm_retries: int | None = Field(default=None, ge=0)
+    patience: int | None = Field(default=None, ge=1)
+    budget_usd: float | None = Field(default=None, gt=0)
+    timeout: float | None = Field(default=None, gt=0, description="per-candidate limit, seconds")
+    objective: Literal["latency", "device"] | None = None
+    device: Literal["cuda", "cpu"] | None = None
+    seed: int | None = None
+
+
+class StoreSettings(_Section):
+    root: Path | None = Field(default=None, description="where runs are kept when --root is not given (default: .)")
+
+
+class ProgressSettings(_Section):
+    heartbeat_s: float = Field(default=60.0, ge=0, description="a log's 'still ...' line during a long phase; 0: off")
+
+
+class ModelPrice(Price):
+    """A model's price, for every endpoint or only for the one at `base_url` (a proxy, a local server)."""
+
+    base_url: str | None = None
+
+
+class UserConfig(BaseSettings):
+    """Everything a user may set; see the module's docstring for where it is read from."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid")
+
+    run: RunDefaults = Field(default_factory=RunDefaults)
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    progress: ProgressSettings = Field(default_factory=ProgressSettings)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict, description="USD per 1M tokens, by model name")
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings],
+                                   init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings  # the file comes in through init (load_user_config), below the env
+
+    def price(self, model: str, base_url: str) -> Price | None:
+        """The user's price for `model` at `base_url`: one bound to that endpoint first, then one for any."""
+        entry = self.prices.get(model)
+        if entry is None or (entry.base_url is not None and entry.base_url.rstrip("/") != base_url.rstrip("/")):
+            return None
+        return Price(input=entry.input, output=entry.output, reasoning=entry.reasoning)
+
+
+def config_path(env: dict[str, str] | None = None) -> Path:
+    """$AGENT_CONFIG, else the XDG place."""
+    env = dict(os.environ) if env is None else env
+    if env.get("AGENT_CONFIG"):
+        return Path(env["AGENT_CONFIG"]).expanduser()
+    base = Path(env.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return base / "agent" / "config.toml"
+
+
+def load_user_config(path: Path | None = None) -> UserConfig:
+    """The file (if any) under the environment; one line naming the file, or the variable, for anything wrong."""
+    path = path or config_path()
+    data: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise UserError(f"config {path}: {e}", "fix the file, or point AGENT_CONFIG elsewhere") from None
+    elif "AGENT_CONFIG" in os.environ:
+        raise UserError(f"config {path}: no such file (AGENT_CONFIG)")
+    # The environment is read on its own first, so an error says which source holds the bad value.
+    try:
+        env_only = UserConfig()
+    except ValidationError as e:
+        raise UserError(f"environment: {_first_error(e, env=True)}") from None
+    try:
+        UserConfig.model_validate(data)
+        merged = _deep_merge(data, env_only.model_dump(exclude_unset=True))
+        return UserConfig.model_validate(merged)
+    except ValidationError as e:
+        raise UserError(f"config {path}: {_first_error(e)}", "fix the file, or point AGENT_CONFIG elsewhere") from None
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = _deep_merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def _first_error(e: ValidationError, env: bool = False) -> str:
+    err = e.errors()[0]
+    loc = [str(x) for x in err["loc"]]
+    where = (ENV_PREFIX + "__".join(loc).upper()) if env else ".".join(loc)
+    more = f" (and {e.error_count() - 1} more)" if e.error_count() > 1 else ""
+    return f"{where}: {err['msg']}{more}"
