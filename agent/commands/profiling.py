@@ -72,7 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _report_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("table", "json", "prompt"), default="table", help="output format (default: table)")
+    p.add_argument("--format", choices=("table", "json", "prompt", "diagnosis"), default="table",
+                   help="output format (default: table); diagnosis: the findings, most valuable first")
     p.add_argument("--stage", default=DEFAULT_STAGE, metavar="S", help=f"stage whose metrics to show (default: {DEFAULT_STAGE})")
     p.add_argument("--diff", type=Path, metavar="B.ncu-rep", help="compare with this report: before=REPORT, after=B")
 
@@ -152,7 +153,9 @@ def ncu_command(args: argparse.Namespace) -> int:
             if prof.bottleneck:
                 c.print(f"[bold]{label}:[/] {prof.bottleneck.reason}")
         return 0
-    if args.format == "json":
+    if args.format == "diagnosis":
+        _diagnosis(before)
+    elif args.format == "json":
         print(json.dumps(profile_json(before), indent=2))
     elif args.format == "prompt":
         from agent.prompts import format_metrics, stage_table
@@ -162,6 +165,24 @@ def ncu_command(args: argparse.Namespace) -> int:
     else:
         console().print(profile_view(before, stage))
     return 0
+
+
+def _diagnosis(profile) -> None:  # profile: agent.schema.Profile
+    """The findings of one report, on the GPU it was recorded on (from the catalog), without a GPU here."""
+    from rich.table import Table
+
+    from agent.catalog import closest_gpu
+    from agent.diagnosis import DiagnosisInput, diagnose
+    from agent.view import console
+
+    gpu = closest_gpu(profile.gpu) if profile.gpu else None
+    findings = diagnose(DiagnosisInput(profile=profile, gpu=gpu))
+    table = Table(title=f"diagnosis ({gpu.name if gpu else 'GPU unknown'})", title_justify="left")
+    for col in ("finding", "kernel", "evidence", "direction", "gain"):
+        table.add_column(col, justify="right" if col == "gain" else "left", no_wrap=col == "finding")
+    for f in findings:
+        table.add_row(f.kind, f.kernel, f.evidence, f.direction, f"{f.gain_pct:.0f} %" if f.gain_pct else "–")
+    console().print(table if findings else "no findings: nothing in this report stands out")
 
 
 def replay_command(args: argparse.Namespace) -> int:

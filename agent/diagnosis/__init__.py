@@ -1,0 +1,19 @@
+"""Diagnosis: a profile (and the GPU, and a candidate's two clocks) turned into a few findings with their numbers.
+
+Each analyzer is a pure function in its own module, from a DiagnosisInput to findings; `diagnose` runs them all and
+ranks the findings, most valuable first (an estimated gain where one can be computed, then ncu's own estimate).
+The analyzers decide the facts; a template decides the wording.
+
+    grid        programs against SMs: idle SMs, fractional waves (tail)
+    memory      DRAM throughput against peak; at peak, no alarm (only fewer bytes help)
+    occupancy   warps in flight against the warp slots
+    host        the two clocks: host time above device time, launches per call
+    rules       ncu's own guided-analysis rules with their estimated speedups
+"""
+
+from __future__ import annotations
+
+from agent.diagnosis.model import DiagnosisInput, Finding
+from agent.diagnosis.run import ANALYZERS, diagnose
+
+__all__ = ["ANALYZERS", "DiagnosisInput", "Finding", "diagnose"]

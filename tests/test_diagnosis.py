@@ -1,0 +1,88 @@
+"""agent.diagnosis: each analyzer on a profile whose cause is known, and no false alarm on a healthy kernel.
+
+The seed's kernel comes from the two H100 reports in ../shared/fixtures/ncu (read without a GPU); the other causes
+are planted as the metrics ncu reports for them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from conftest import NCU_FIXTURES, REPO
+
+from agent.catalog import find_gpu
+from agent.diagnosis import DiagnosisInput, diagnose
+from agent.ncu import read_report, stage_metric_set
+from agent.ncu.metadata import DRAM, DURATION, GRID, SM, WARPS
+from agent.schema import KernelProfile, Profile, RuleResult, Timing
+from agent.stages import get_stage
+
+FIXTURES = NCU_FIXTURES
+H100 = find_gpu("h100")
+
+
+def seed(name: str) -> Profile:
+    return read_report(FIXTURES / name, stage_metric_set(get_stage("memory-fusion")))
+
+
+def planted(grid: int, dram: float, warps: float = 60.0, sm: float = 20.0, rules: list[RuleResult] | None = None,
+            block: int = 256) -> Profile:
+    k = KernelProfile(name="k", block=[block, 1, 1], rules=rules or [], metrics={
+        DURATION: 500_000, GRID: grid, DRAM: dram, SM: sm, WARPS: warps})
+    return Profile(gpu="NVIDIA H100 80GB HBM3", kernels={"k": k})
+
+
+def kinds(profile: Profile, timing: Timing | None = None) -> list[str]:
+    return [f.kind for f in diagnose(DiagnosisInput(profile=profile, gpu=H100, timing=timing))]
+
+
+@pytest.mark.parametrize("report", ["seed_h100_full.ncu-rep", "seed_h100_metrics.ncu-rep"])
+def test_the_seeds_kernel_is_a_32_program_grid_on_132_sms_first(report):
+    findings = diagnose(DiagnosisInput(profile=seed(report), gpu=H100))
+    first = findings[0]
+    assert first.kind == "small-grid" and first.remedy == "more-programs"
+    assert first.evidence == "grid 32 programs on 132 SMs: 100 SMs (76 %) idle"
+    assert first.figures == {"grid": 32, "sms": 132, "idle_sms": 100} and first.gain_pct == 75.8
+    assert {"low-dram", "low-occupancy"} <= {f.kind for f in findings}
+    low = next(f for f in findings if f.kind == "low-dram")
+    assert 23 < low.figures["dram_pct"] < 24.5 and "of 3350 GB/s" in low.evidence
+
+
+def test_ncus_rules_come_ranked_by_their_estimated_speedup_after_the_agents_own():
+    findings = diagnose(DiagnosisInput(profile=seed("seed_h100_full.ncu-rep"), gpu=H100))
+    ncu = [f for f in findings if f.source == "ncu"]
+    assert len(ncu) == 3 and [f.gain_pct for f in ncu] == sorted((f.gain_pct for f in ncu), reverse=True)
+    assert all(f.source == "agent" for f in findings[:len(findings) - len(ncu)])
+
+
+def test_a_healthy_memory_bound_kernel_raises_no_alarm():
+    assert kinds(planted(grid=4224, dram=90.0)) == ["at-dram-peak"]  # 32 whole waves on 132 SMs
+
+
+def test_a_last_wave_mostly_empty_is_a_tail():
+    [f] = diagnose(DiagnosisInput(profile=planted(grid=132 + 20, dram=90.0, warps=60.0), gpu=H100))[:1]
+    assert f.kind == "tail" and f.figures["waves"] == round(152 / 132, 2)
+
+
+def test_few_warps_in_flight_is_low_occupancy():
+    assert "low-occupancy" in kinds(planted(grid=4096, dram=40.0, warps=10.0))
+
+
+def test_a_host_bound_two_launch_forward():
+    t = Timing(candidate_ms=0.12, candidate_spread_pct=1.0, device_ms=0.047, latency_ms=0.12, launches=2,
+               eager_ms=1.8, speedup_vs_eager=15.0, repeats=100, meaningful=True)
+    [f] = [f for f in diagnose(DiagnosisInput(profile=planted(4224, 90.0), gpu=H100, timing=t))
+           if f.kind == "host-bound"]
+    assert f.remedy == "fewer-launches" and f.figures["host_gap_us"] == 73.0 and f.gain_pct == 60.8
+    cpu = t.model_copy(update={"meaningful": False})  # CPU-mode timings say nothing about a GPU: no finding
+    assert "host-bound" not in kinds(planted(4224, 90.0), cpu)
+
+
+def test_cli_prints_a_saved_reports_findings_without_a_gpu():
+    p = subprocess.run([sys.executable, "-m", "agent", "ncu", str(FIXTURES / "seed_h100_full.ncu-rep"), "--format",
+                        "diagnosis"], capture_output=True, text=True, cwd=REPO, timeout=120,
+                       env={**__import__("os").environ, "COLUMNS": "200"})
+    assert p.returncode == 0, p.stderr
+    assert "small-grid" in p.stdout and "grid 32 programs on 132 SMs" in p.stdout and "H100" in p.stdout
