@@ -45,6 +45,7 @@ class RunDefaults(_Section):
     objective: Literal["latency", "device"] | None = None
     device: Literal["cuda", "cpu"] | None = None
     seed: int | None = None
+    diagnosis: Literal["on", "off"] | None = None
 
 
 class StoreSettings(_Section):

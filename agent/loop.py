@@ -100,7 +100,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             stage_name = chosen
         stage = get_stage(stage_name)
         visited.add(stage.name)
-        prompt = iteration_prompt(stage, gpu, problem, best, last_results)
+        prompt = iteration_prompt(stage, gpu, problem, best, last_results, config.diagnosis)
         progress.start_iteration(iteration, stage.name, reason)
         store.record_iteration(run_id, iteration, stage.name, prompt, reason, best.candidate if best else None)
         if config.stage != "auto":  # "resumed" says why the first iteration after a resume runs, not the later ones
@@ -253,13 +253,17 @@ def _best_of_round(ctx: _Ctx, cands: list[Candidate], best: Best | None, stage: 
 
 
 def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Best | None,
-                     last_results: list[EvalResult]) -> str:
-    """The prompt of one iteration: the current best's code and metrics, and the last round's failures."""
+                     last_results: list[EvalResult], diagnosis: bool = False) -> str:
+    """The prompt of one iteration: the current best's code, metrics and (with `diagnosis`) findings, and the last
+    round's failures."""
+    from agent.diagnosis import for_prompt
+
     return render(PromptInput(
         stage=stage, gpu=gpu, code=best.code if best else (starting_code(problem) or ""),
         metrics=best.profile.table() if best and best.profile else {},
         feedback=_feedback(last_results), reference=problem.path.read_text(),
         timing=best.timing if best else None, objective=best.objective if best else "latency",
+        diagnosis=for_prompt(best.profile, best.timing) if diagnosis and best else [],
     ))
 
 

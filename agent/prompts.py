@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from agent.diagnosis.model import Finding
 from agent.errors import UserError
 from agent.schema import Feedback, GPUSpec, MetricTable, Number, Objective, Stage, Timing
 
@@ -38,6 +39,7 @@ class PromptInput(BaseModel):
     reference: str | None = Field(default=None, description="the problem file's source (the PyTorch Model)")
     timing: Timing | None = Field(default=None, description="the current code's two clocks ([TIMING], GPU only)")
     objective: Objective = "latency"
+    diagnosis: list[Finding] = Field(default_factory=list, description="[DIAGNOSIS]: findings, most valuable first")
 
 
 def templates_dir() -> Path:
@@ -155,6 +157,7 @@ def render(inp: PromptInput) -> str:
         reference=_with_newline(inp.reference) if inp.reference and inp.reference.strip() else None,
         absent=absent_triton_functions(),
         timing_text=timing_text(inp.timing, inp.objective),
+        diagnosis=inp.diagnosis,
     )
 
 

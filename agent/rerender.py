@@ -36,7 +36,7 @@ def rerender_run(store, run_id: str) -> list[ReplayedIteration]:
         # the previous iteration's latest attempt: an attempt cut short by a kill was never anyone's feedback
         last_results = round_results(store, run_id, it.iteration - 1) if it.iteration > 1 else []
         best = best_from_store(store, it.best_before, run.config.objective)
-        prompt = iteration_prompt(get_stage(it.stage), gpu, problem, best, last_results)
+        prompt = iteration_prompt(get_stage(it.stage), gpu, problem, best, last_results, run.config.diagnosis)
         out.append(ReplayedIteration(iteration=it.iteration, stage=it.stage, reason=it.reason,
                                      best_before=it.best_before, prompt=prompt, matches=prompt == it.prompt))
     return out

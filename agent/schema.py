@@ -313,6 +313,8 @@ class RunConfig(Model):
     timeout_s: float | None = Field(default=None, description="per-candidate limit; None: scaled to the problem")
     objective: Objective = Field(default="latency", description="the clock the run optimizes (README: why latency)")
     seed: int = 0
+    diagnosis: bool = Field(default=False, description="a [DIAGNOSIS] block in the prompts (agent run turns it on; "
+                            "runs recorded before it existed had none, and re-render without it)")
     root: Path = Path(".")
 
 

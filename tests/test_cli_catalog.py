@@ -85,9 +85,23 @@ def test_render_prints_the_seed_byte_for_byte(tmp_path):
     code = tmp_path / "code.py"
     code.write_bytes((REPO / "agent" / "problems" / "gap44_start.py").read_bytes())
     result = agent("render", "--stage", "memory-fusion", "--gpu", "4090", "--problem", "gap44",
-                   "--code", str(code), "--metrics", str(DATA / "seed_metrics.json"))
+                   "--code", str(code), "--metrics", str(DATA / "seed_metrics.json"), "--diagnosis", "off")
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout == SEED_PROMPT.read_bytes()
+
+
+def test_render_adds_a_diagnosis_block_from_the_metrics_unless_it_is_off(tmp_path):
+    """The seed's metrics (an RTX 4090's: 128 SMs) read on the target; the report's on the H100 it was recorded on."""
+    args = ("render", "--stage", "memory-fusion", "--gpu", "4090", "--problem", "gap44", "--metrics",
+            str(DATA / "seed_metrics.json"))
+    out = agent(*args).stdout.decode()
+    block = out.split("[DIAGNOSIS]\n", 1)[1].split("\n\n**Task**", 1)[0].splitlines()
+    assert block[1].startswith("- grid 32 programs on 128 SMs: 96 SMs (75 %) idle [")
+    assert "[DIAGNOSIS]" not in agent(*args, "--diagnosis", "off").stdout.decode()
+    report = REPO.parent / "shared" / "fixtures" / "ncu" / "seed_h100_full.ncu-rep"
+    if report.exists():
+        out = agent("render", "--gpu", "4090", "--metrics", str(report)).stdout.decode()
+        assert "- grid 32 programs on 132 SMs: 100 SMs (76 %) idle" in out and "ncu's estimate" in out
 
 
 def test_render_defaults_to_the_starting_kernel_and_takes_feedback(tmp_path):
@@ -106,7 +120,7 @@ def test_render_reads_metrics_from_an_ncu_report(shared):
     result = agent("render", "--gpu", "h100", "--metrics", str(report))
     out = result.stdout.decode()
     assert result.returncode == 0, result.stderr.decode()
-    block = out.split("[NCU PROFILING METRICS]\n", 1)[1].split("\n\n**Task**", 1)[0]
+    block = out.split("[NCU PROFILING METRICS]\n", 1)[1].split("\n\n[DIAGNOSIS]", 1)[0]
     metrics = json.loads(block)["fused_multiply_gap_kernel_optimized"]
     assert list(metrics)[:2] == ["sm__throughput.avg.pct_of_peak_sustained_elapsed", "launch__grid_size"]
     assert metrics["launch__grid_size"] == 32

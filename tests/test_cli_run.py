@@ -404,6 +404,9 @@ def test_resume_goes_on_with_more_iterations_and_refuses_to_change_what_the_run_
     changed = agent("run", "--resume", record.id, "--stage", "algebraic", "--root", tmp_path)
     assert changed.returncode == 2 and len(changed.stderr.strip().splitlines()) == 1
     assert "--stage algebraic" in changed.stderr and "keeps it" in changed.stderr
+    changed = agent("run", "--resume", record.id, "--diagnosis", "off", "--root", tmp_path)
+    assert changed.returncode == 2 and "--diagnosis off: run" in changed.stderr and "started with on" in changed.stderr
+    assert record.config.diagnosis is True  # agent run turns the [DIAGNOSIS] block on by default
     ok(agent("run", "--resume", record.id, "--iterations", 1, "--samples", 1, "--root", tmp_path, "--quiet"))
     with Store(tmp_path) as store:  # before: the finished run stayed at iteration 0, exit 0, nothing said
         after = store.get_run(record.id)

@@ -383,6 +383,25 @@ def test_the_last_rounds_failures_are_the_next_prompts_feedback(store):
     assert [r.matches for r in rerender_run(store, run_id)] == [True, True]
 
 
+def test_with_diagnosis_on_the_prompt_says_what_the_bests_profile_means_and_rerenders_identically(store):
+    config, run_id = new_run(store, iterations=2, samples=1, diagnosis=True)
+    evaluator = TableEvaluator({"faster": correct(8.0), "slower": correct(12.0)})
+    proposer = RecordingProposer([answer("faster"), answer("slower")])
+
+    go(store, config, run_id, proposer, evaluator, FixedProfiler(profile_of("latency-bound", 30.0)))
+
+    first = proposer.prompts[0]  # the starting kernel's profile (recorded on a 4090: 128 SMs)
+    block = first[first.index("[DIAGNOSIS]"):first.index("**Task**")]
+    assert "- grid 32 programs on 128 SMs: 96 SMs (75 %) idle [gap_kernel]" in block
+    assert "DRAM at 30.0 % of peak" in block
+    assert all(r.matches for r in rerender_run(store, run_id))
+    off_id = new_run(store, iterations=1, samples=1)[1]  # diagnosis off (and runs recorded before it): no block
+    off = RecordingProposer([answer("faster")])
+    go(store, new_run(store, iterations=1, samples=1)[0], off_id, off, evaluator,
+       FixedProfiler(profile_of("latency-bound", 30.0)))
+    assert "[DIAGNOSIS]" not in off.prompts[0]
+
+
 def test_the_prompt_shows_the_current_best_and_its_metrics(store):
     config, run_id = new_run(store, iterations=2, samples=1)
     evaluator = TableEvaluator({"faster": correct(8.0), "slower": correct(12.0)})

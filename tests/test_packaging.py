@@ -44,7 +44,8 @@ def test_a_non_editable_install_renders_the_seed_prompt_byte_for_byte(installed,
         pytest.skip("../shared is not beside the checkout")
     env = {**os.environ, "PYTHONPATH": str(installed)}
     p = subprocess.run([sys.executable, "-m", "agent", "render", "--stage", "memory-fusion", "--gpu", "4090",
-                        "--problem", "gap44", "--metrics", str(REPO / "tests" / "data" / "seed_metrics.json")],
+                        "--problem", "gap44", "--metrics", str(REPO / "tests" / "data" / "seed_metrics.json"),
+                        "--diagnosis", "off"],
                        capture_output=True, cwd=tmp_path, env=env, timeout=120)
     assert p.returncode == 0, p.stderr.decode()
     assert p.stdout == SEED.read_bytes()

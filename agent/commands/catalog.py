@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--metrics", type=Path, metavar="FILE", help="{kernel: {metric: value}} JSON or a .ncu-rep report")
     p.add_argument("--feedback", type=Path, metavar="FILE.json",
                    help='earlier attempts: JSON list of {"candidate", "verdict", "message"}')
+    p.add_argument("--diagnosis", choices=("on", "off"), default="on",
+                   help="a [DIAGNOSIS] block of findings from --metrics (default: on; off renders the seed's shape)")
     p.set_defaults(func=render_command)
 
 
@@ -88,11 +90,18 @@ def render_command(args: argparse.Namespace) -> int:
     code = _read(args.code, "code") if args.code is not None else starting_code(problem)
     if code is None:
         raise UserError(f"problem {problem.name} has no starting kernel", "pass --code FILE")
-    metrics = _metrics(args.metrics, stage) if args.metrics is not None else {}
+    profile = _profile(args.metrics, stage) if args.metrics is not None else None
     feedback = _feedback(args.feedback) if args.feedback is not None else []
     gpu = resolve_gpu(args.gpu)
-    prompt = render(PromptInput(stage=stage, gpu=gpu, code=code, metrics=metrics, feedback=feedback,
-                                reference=problem.path.read_text(encoding="utf-8")))
+    findings = []
+    if profile is not None and args.diagnosis == "on":
+        from agent.diagnosis import for_prompt
+
+        # a JSON table says nothing of where it was measured: it is read on the target GPU
+        findings = for_prompt(profile if profile.gpu else profile.model_copy(update={"gpu": gpu.name}), None)
+    prompt = render(PromptInput(stage=stage, gpu=gpu, code=code, metrics=profile.table() if profile else {},
+                                feedback=feedback, reference=problem.path.read_text(encoding="utf-8"),
+                                diagnosis=findings))
     sys.stdout.write(prompt)  # not rich: the bytes must be exactly the prompt's
     sys.stdout.flush()
     return 0
@@ -110,16 +119,19 @@ def _read(path: Path, what: str) -> str:
         raise UserError(f"cannot read {what} file {path}: {e}") from None
 
 
-def _metrics(path: Path, stage):
+def _profile(path: Path, stage):  # -> agent.schema.Profile
+    """A report as read for the stage, or a `{kernel: {metric: value}}` JSON table as a profile without a GPU."""
     from agent.prompts import load_metrics_json
+    from agent.schema import KernelProfile, Profile
 
     if not path.is_file():
         raise UserError(f"metrics file not found: {path}")
     if path.suffix == ".ncu-rep":
         from agent.ncu import read_report
 
-        return read_report(path, stage.metrics).table()
-    return load_metrics_json(path)
+        return read_report(path, stage.metrics)
+    table = load_metrics_json(path)
+    return Profile(kernels={k: KernelProfile(name=k, metrics=dict(m)) for k, m in table.items()})
 
 
 def _feedback(path: Path):

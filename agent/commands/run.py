@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the clock candidates are ranked by: latency (a synchronized call, host included; default) "
                         "or device (GPU time of calls queued back to back)")
     p.add_argument("--seed", type=int, help="seed for weights and validation inputs (default: 0)")
+    p.add_argument("--diagnosis", choices=("on", "off"), help="a [DIAGNOSIS] block of findings from the current "
+                   "best's profile and clocks in every prompt (default: on)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run")
     p.add_argument("--root", type=Path, default=None, metavar="DIR",
                    help="directory holding candidates/ and profiles/ (default: the config's store.root, else .)")
@@ -57,11 +59,11 @@ MAX_SAMPLES = 256
 # for more iterations, a bigger budget) and the others may not (they define what the run measures).
 DEFAULTS = {"stage": "memory-fusion", "problem": "gap44", "gpu": "auto", "iterations": 5, "samples": 4,
             "model": "gpt-4o", "patience": 3, "objective": "latency", "seed": 0, "llm_timeout": 300.0,
-            "llm_retries": 4}
+            "llm_retries": 4, "diagnosis": "on"}
 RESUMABLE = {"iterations": "iterations", "samples": "samples", "patience": "patience", "budget_usd": "budget_usd",
              "timeout": "timeout_s", "llm_timeout": "llm_timeout_s", "llm_retries": "llm_retries"}
 FIXED = {"problem": "problem", "stage": "stage", "gpu": "gpu", "model": "model", "llm": "llm", "device": "device",
-         "objective": "objective", "seed": "seed"}
+         "objective": "objective", "seed": "seed", "diagnosis": "diagnosis"}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -175,7 +177,8 @@ def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
                            samples=args.samples, llm=args.llm or wiring.default_llm(), model=args.model,
                            llm_timeout_s=args.llm_timeout, llm_retries=args.llm_retries,
                            budget_usd=args.budget_usd, device=device, patience=args.patience,
-                           timeout_s=args.timeout, objective=args.objective, seed=args.seed, root=args.root)
+                           timeout_s=args.timeout, objective=args.objective, seed=args.seed, root=args.root,
+                           diagnosis=args.diagnosis == "on")
     wiring.check_llm(config.llm, store)  # a bad --llm is one line, before any other output
     return wiring.Assembly(config=config, problem=load_problem(config.problem), gpu=resolve_gpu(config.gpu, warn=config.device == "cuda"),
                            store=store, placement=placement(args.gpus, args.cluster, config.device), run_id=run_id,
@@ -187,9 +190,12 @@ def _resumed_config(args: argparse.Namespace, config):  # -> RunConfig
     measures is one line."""
     for flag, field in FIXED.items():
         given = getattr(args, flag)
-        if given is not None and given != getattr(config, field):
+        had = getattr(config, field)
+        if flag == "diagnosis":  # on/off on the command line, a bool in the config
+            had = "on" if had else "off"
+        if given is not None and given != had:
             raise UserError(f"--{flag.replace('_', '-')} {given}: run {args.resume} was started with "
-                            f"{getattr(config, field)} and a resumed run keeps it", "start a new run to change it")
+                            f"{had} and a resumed run keeps it", "start a new run to change it")
     update = {field: getattr(args, flag) for flag, field in RESUMABLE.items() if getattr(args, flag) is not None}
     return config.model_copy(update=update)
 

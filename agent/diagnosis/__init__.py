@@ -14,6 +14,6 @@ The analyzers decide the facts; a template decides the wording.
 from __future__ import annotations
 
 from agent.diagnosis.model import DiagnosisInput, Finding
-from agent.diagnosis.run import ANALYZERS, diagnose
+from agent.diagnosis.run import ANALYZERS, diagnose, for_prompt
 
-__all__ = ["ANALYZERS", "DiagnosisInput", "Finding", "diagnose"]
+__all__ = ["ANALYZERS", "DiagnosisInput", "Finding", "diagnose", "for_prompt"]

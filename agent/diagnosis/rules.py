@@ -13,7 +13,8 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
     found.sort(key=lambda x: x[1].estimated_speedup_pct or 0.0, reverse=True)
     return [Finding(kind=f"ncu:{r.rule}", kernel=name, evidence=f"{r.title}: {_first_sentence(r.message)}",
                     figures={"estimated_speedup_pct": float(r.estimated_speedup_pct or 0.0)},
-                    direction=r.title, gain_pct=r.estimated_speedup_pct, source="ncu")
+                    direction=f"ncu's {r.rule} rule (its guided analysis says more)",
+                    gain_pct=r.estimated_speedup_pct, source="ncu")
             for name, r in found[:TOP]]
 
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from agent.diagnosis import grid, host, memory, occupancy, rules
 from agent.diagnosis.model import DiagnosisInput, Finding
+from agent.schema import Profile, Timing
 
 ANALYZERS: dict[str, Callable[[DiagnosisInput], list[Finding]]] = {
     "grid": grid.analyze,
@@ -22,3 +23,17 @@ def diagnose(d: DiagnosisInput, limit: int | None = None) -> list[Finding]:
     found = [f for analyze in ANALYZERS.values() for f in analyze(d)]
     found.sort(key=lambda f: (f.source != "agent", -(f.gain_pct or 0.0)))
     return found[:limit] if limit is not None else found
+
+
+PROMPT_FINDINGS = 4  # a prompt's [DIAGNOSIS] block: the few most valuable findings, not all of them
+
+
+def for_prompt(profile: Profile | None, timing: Timing | None) -> list[Finding]:
+    """The findings a prompt shows about the current best, judged on the GPU its profile was recorded on (not the
+    prompt's target: the numbers are that GPU's); none where there is neither a profile nor a GPU timing."""
+    from agent.catalog import closest_gpu
+
+    if profile is None and (timing is None or not timing.meaningful):
+        return []
+    gpu = closest_gpu(profile.gpu) if profile is not None and profile.gpu else None
+    return diagnose(DiagnosisInput(profile=profile or Profile(), gpu=gpu, timing=timing), limit=PROMPT_FINDINGS)
