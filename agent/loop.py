@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.crosscheck import timing_doubt
+from agent.diagnosis import for_prompt
 from agent.errors import UserError
 from agent.hostbound import bottleneck
 from agent.ncu.metadata import meta
@@ -107,7 +108,8 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             reason = "requested"
 
         asked = ProposalContext(prompt=prompt, k=config.samples, stage=stage.name, code=best.code if best else "",
-                                profile=best.profile if best else None, results=last_results)
+                                profile=best.profile if best else None, results=last_results,
+                                findings=for_prompt(best.profile, best.timing, limit=None) if best else [])
         progress.phase("proposing", f"{config.samples} answer{'s' if config.samples != 1 else ''} from "
                                     f"{parts.proposer.name}")
         try:
@@ -256,8 +258,6 @@ def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Bes
                      last_results: list[EvalResult], diagnosis: bool = False) -> str:
     """The prompt of one iteration: the current best's code, metrics and (with `diagnosis`) findings, and the last
     round's failures."""
-    from agent.diagnosis import for_prompt
-
     return render(PromptInput(
         stage=stage, gpu=gpu, code=best.code if best else (starting_code(problem) or ""),
         metrics=best.profile.table() if best and best.profile else {},

@@ -16,6 +16,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import Field
 
+from agent.diagnosis.model import Finding
 from agent.schema import Answer, Candidate, EvalResult, Model, OnResult, Profile, Stage, Usage
 from agent.store.records import IterationRecord, ResumeState, RunStatus
 
@@ -29,6 +30,9 @@ class ProposalContext(Model):
     stage: str
     code: str = Field(default="", description="the current best's code (the prompt's [CURRENT CODE])")
     profile: Profile | None = Field(default=None, description="the current best's ncu profile")
+    findings: list[Finding] = Field(default_factory=list, description="what the profile and clocks mean "
+                                    "(agent.diagnosis): the prompt's [DIAGNOSIS] block, and the offline proposer's "
+                                    "reasons to restructure")
     results: list[EvalResult] = Field(default_factory=list, description="the last iteration's results")
 
 

@@ -23,7 +23,7 @@ from agent.protocols import (
     ProposalContext,  # noqa: E402
     Proposer,  # noqa: E402
 )
-from agent.schema import EvalResult, KernelProfile, Profile, StageRules, Verdict  # noqa: E402
+from agent.schema import EvalResult, KernelProfile, Profile, StageRules, Timing, Verdict  # noqa: E402
 from agent.stages import absent_triton_functions  # noqa: E402
 
 H100 = find_gpu("h100")
@@ -33,9 +33,13 @@ _count = itertools.count()
 
 
 
-def state(stage: str, code: str, profile, results) -> dict:
-    """What the loop passes with the next prompt: the stage, the current best and its profile, the last results."""
-    return {"stage": stage, "code": code, "profile": profile, "results": list(results)}
+def state(stage: str, code: str, profile, results, timing=None) -> dict:
+    """What the loop passes with the next prompt: the stage, the current best, its profile and what it means (the
+    findings, as the loop computes them), the last results."""
+    from agent.diagnosis import for_prompt
+
+    return {"stage": stage, "code": code, "profile": profile, "results": list(results),
+            "findings": for_prompt(profile, timing, limit=None)}
 
 
 def ask(p, st: dict | None, k: int) -> list:
@@ -296,3 +300,31 @@ def test_the_harness_accepts_its_answers(seeded):
                              ("algebraic", ask(algebraic, algebraic_state, 1)[0])]]
     results = evaluate_many(reqs)
     assert [r.verdict for r in results] == [Verdict.CORRECT] * 3, [r.message for r in results]
+
+
+def test_it_restructures_for_the_findings_the_prompt_shows_not_for_its_own_reading_of_the_metrics():
+    """One interface for both proposers: our own kernel as the best, with the seed's figures (a 32-program grid).
+    With the findings it restructures; the same profile without findings is a kernel with nothing to fix."""
+    from agent.offline import OfflineProposer
+    from agent.harness.extract import extract_code
+
+    p = OfflineProposer(GAP44, H100)
+    ours = extract_code(ask(p, None, 1)[0].text)
+    assert ours is not None
+    with_findings = ask(p, state("memory-fusion", ours, seed_profile(), []), 2)
+    assert not any("meta-parameter search" in a.text for a in with_findings), [a.text[:100] for a in with_findings]
+    q = OfflineProposer(GAP44, H100)
+    ask(q, None, 1)
+    without = ask(q, state("memory-fusion", ours, seed_profile(), []) | {"findings": []}, 2)
+    assert all("grid and warps fine): meta-parameter search" in a.text for a in without), [a.text[:100] for a in without]
+
+
+def test_a_host_bound_finding_puts_one_launch_per_call_first():
+    from agent.offline import OfflineProposer
+
+    host_bound = Timing(candidate_ms=0.12, candidate_spread_pct=1.0, device_ms=0.047, latency_ms=0.12, launches=2,
+                        eager_ms=1.8, speedup_vs_eager=15.0, repeats=100, meaningful=True)
+    answers = ask(OfflineProposer(GAP44, H100), state("memory-fusion", "", seed_profile(), [], host_bound), 6)
+    assert answers and not any("partial sums + a combine kernel" in a.text for a in answers[:3])
+    plain = ask(OfflineProposer(GAP44, H100), state("memory-fusion", "", seed_profile(), []), 6)
+    assert any("partial sums + a combine kernel" in a.text for a in plain[:3])  # without it, split comes early

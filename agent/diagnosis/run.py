@@ -28,12 +28,12 @@ def diagnose(d: DiagnosisInput, limit: int | None = None) -> list[Finding]:
 PROMPT_FINDINGS = 4  # a prompt's [DIAGNOSIS] block: the few most valuable findings, not all of them
 
 
-def for_prompt(profile: Profile | None, timing: Timing | None) -> list[Finding]:
-    """The findings a prompt shows about the current best, judged on the GPU its profile was recorded on (not the
-    prompt's target: the numbers are that GPU's); none where there is neither a profile nor a GPU timing."""
+def for_prompt(profile: Profile | None, timing: Timing | None, limit: int | None = PROMPT_FINDINGS) -> list[Finding]:
+    """The findings about the current best (a prompt shows the first `limit`), judged on the GPU its profile was
+    recorded on (not the prompt's target: the numbers are that GPU's); none without a profile or a GPU timing."""
     from agent.catalog import closest_gpu
 
     if profile is None and (timing is None or not timing.meaningful):
         return []
     gpu = closest_gpu(profile.gpu) if profile is not None and profile.gpu else None
-    return diagnose(DiagnosisInput(profile=profile or Profile(), gpu=gpu, timing=timing), limit=PROMPT_FINDINGS)
+    return diagnose(DiagnosisInput(profile=profile or Profile(), gpu=gpu, timing=timing), limit=limit)

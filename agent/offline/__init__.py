@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 import math
 
+from agent.diagnosis.model import Finding
 from agent.offline.models import Family, Op, Operand, Plan, Unsupported, Variant
 from agent.offline.ops import _ops
 from agent.offline.planner import (
@@ -94,6 +95,7 @@ class OfflineProposer:
         self._stage = "memory-fusion"
         self._code = ""
         self._profile: Profile | None = None
+        self._findings: list[Finding] = []  # agent.diagnosis's reading of the current best: what to restructure for
 
     # -- the loop's side
 
@@ -101,6 +103,7 @@ class OfflineProposer:
         """k new variants for the context's state (fewer when the space is spent or the problem is not of a known
         family). The prompt itself is not read: the current best, its metrics and the last results are."""
         self._observe(ctx.stage, ctx.code, ctx.profile, ctx.results)
+        self._findings = list(ctx.findings)
         return Proposal(answers=self._propose(ctx.k))
 
     def _observe(self, stage: str, code: str, profile: Profile | None, results: list[EvalResult]) -> None:
@@ -168,10 +171,16 @@ class OfflineProposer:
 
     def _gap_order(self, plan: Plan, reading: Reading, figures: str, current: Variant | None) -> list[tuple[Variant, str]]:
         sms, rows = self.gpu.sms, plan.rows
-        small = reading.grid is not None and reading.grid < SMALL_GRID_WAVES * sms
-        starved = reading.warps_pct is not None and reading.warps_pct < LOW_WARPS_PCT
-        near_peak = reading.dram_pct is not None and reading.dram_pct >= NEAR_PEAK_DRAM_PCT
+        # What to restructure for comes from the findings (agent.diagnosis), the same ones the LLM's prompt shows.
+        found = {f.kind for f in self._findings}
+        small = bool(found & {"small-grid", "tail"})
+        starved = "low-occupancy" in found
+        near_peak = "at-dram-peak" in found
         families = self._families(plan)
+        # host-bound (the two clocks): one launch per call first; a split reduction's combine kernel goes last
+        one_launch = any(f.remedy == "fewer-launches" for f in self._findings)
+        if one_launch:
+            families = [f for f in families if f != "split"] + [f for f in families if f == "split"]
         split_s = _pow2_at_least(math.ceil(SPLIT_PROGRAMS_PER_SM * sms / max(rows, 1)))
 
         def reason(v: Variant) -> str:
@@ -199,6 +208,8 @@ class OfflineProposer:
         # The seed (or a latency-bound kernel of ours): restructure for more programs in flight.
         order_of: list[Family] = (["row", "split", "persistent", "atomic"] if rows >= SMALL_GRID_WAVES * sms
                                   else ["split", "atomic", "persistent", "row"])
+        if one_launch:
+            order_of = [f for f in order_of if f != "split"] + ["split"]
         primary = sorted([f for f in order_of if f in families], key=self._broken)
         anchors = {f: Variant(family=f, **{**ANCHORS[f], **({"split": split_s} if f in ("split", "atomic") else {})})
                    for f in primary}
