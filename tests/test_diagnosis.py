@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import NCU_FIXTURES, REPO
@@ -55,6 +56,15 @@ def test_ncus_rules_come_ranked_by_their_estimated_speedup_after_the_agents_own(
     ncu = [f for f in findings if f.source == "ncu"]
     assert len(ncu) == 3 and [f.gain_pct for f in ncu] == sorted((f.gain_pct for f in ncu), reverse=True)
     assert all(f.source == "agent" for f in findings[:len(findings) - len(ncu)])
+
+
+def test_the_memory_fusion_best_recorded_on_an_h100_raises_no_alarm():
+    """A real healthy memory-bound kernel (the offline proposer's row kernel at 88.9 % of DRAM peak, recorded on an
+    H100 by bench/gpu_diagnosis_check.sh): the only finding says that only fewer bytes help."""
+    profile = read_report(Path(__file__).parent / "data" / "ncu" / "memory_fusion_best_h100.ncu-rep",
+                          stage_metric_set(get_stage("memory-fusion")))
+    [f] = diagnose(DiagnosisInput(profile=profile, gpu=H100))
+    assert f.kind == "at-dram-peak" and f.kernel == "gap_row_kernel" and 88 < f.figures["dram_pct"] < 90
 
 
 def test_a_healthy_memory_bound_kernel_raises_no_alarm():
