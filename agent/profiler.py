@@ -186,7 +186,11 @@ def profile(req: ProfileRequest) -> Profile:
         except OSError as e:
             raise ProfileError("failed", f"cannot save the report as {req.out}: {e.strerror or e}") from e
         try:
-            prof = read_report(req.out, stage_metric_set(req.stage))
+            # the stage's metrics, and what the diagnosis reads beyond them where the report has it (the full set)
+            from agent.diagnosis import DIAGNOSIS_METRICS
+
+            wanted = stage_metric_set(req.stage)
+            prof = read_report(req.out, [*wanted, *(m for m in DIAGNOSIS_METRICS if m not in wanted)])
         except UserError as e:
             raise ProfileError("no_report", e.message, e.hint) from e
         prof.metric_set, prof.wall_s = req.metric_set, round(wall, 3)

@@ -14,7 +14,7 @@ import pytest
 from conftest import NCU_FIXTURES, REPO
 
 from agent.catalog import find_gpu
-from agent.diagnosis import DiagnosisInput, diagnose
+from agent.diagnosis import DIAGNOSIS_METRICS, DiagnosisInput, diagnose
 from agent.ncu import read_report, stage_metric_set
 from agent.ncu.metadata import DRAM, DURATION, GRID, SM, WARPS
 from agent.schema import KernelProfile, Profile, RuleResult, Timing
@@ -25,7 +25,8 @@ H100 = find_gpu("h100")
 
 
 def seed(name: str) -> Profile:
-    return read_report(FIXTURES / name, stage_metric_set(get_stage("memory-fusion")))
+    """The report read as the profiler reads it: the stage's metrics and, where it has them, the diagnosis's."""
+    return read_report(FIXTURES / name, [*stage_metric_set(get_stage("memory-fusion")), *DIAGNOSIS_METRICS])
 
 
 def planted(grid: int, dram: float, warps: float = 60.0, sm: float = 20.0, rules: list[RuleResult] | None = None,
@@ -49,6 +50,29 @@ def test_the_seeds_kernel_is_a_32_program_grid_on_132_sms_first(report):
     assert {"low-dram", "low-occupancy"} <= {f.kind for f in findings}
     low = next(f for f in findings if f.kind == "low-dram")
     assert 23 < low.figures["dram_pct"] < 24.5 and "of 3350 GB/s" in low.evidence
+
+
+def test_the_full_sets_report_of_the_seed_shows_its_spills_and_its_long_scoreboard_stalls():
+    """ncu's full set has what the stage set lacks: the seed's kernel keeps 255 registers per thread and spills."""
+    by_kind = {f.kind: f for f in diagnose(DiagnosisInput(profile=seed("seed_h100_full.ncu-rep"), gpu=H100))}
+    spills, stalls = by_kind["spills"], by_kind["stalls"]
+    assert spills.figures == {"spill_instructions": 1_918_848.0, "registers": 255.0}
+    assert spills.remedy == "fewer-registers"
+    assert stalls.evidence.startswith("9.1 cycles between issues per warp: long_scoreboard 78 %")
+    assert "uncoalesced-load" not in by_kind and "bank-conflicts" not in by_kind  # 32 of 32 bytes used; 0.4 %
+    lean = {f.kind for f in diagnose(DiagnosisInput(profile=seed("seed_h100_metrics.ncu-rep"), gpu=H100))}
+    assert not lean & {"spills", "stalls"}  # a stage-set report has no such counters: nothing is made up
+
+
+def test_strided_global_access_and_bank_conflicts_are_named_with_their_numbers():
+    p = planted(grid=4224, dram=50.0)
+    p.kernels["k"].metrics.update({"smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio": 4.0,
+                                   "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum": 9000.0,
+                                   "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum": 10000.0})
+    by_kind = {f.kind: f for f in diagnose(DiagnosisInput(profile=p, gpu=H100))}
+    assert by_kind["uncoalesced-load"].evidence == "global loads use 4.0 of each 32-byte sector (12 %)"
+    assert by_kind["uncoalesced-load"].remedy == "contiguous-loads" and by_kind["uncoalesced-load"].gain_pct == 87.5
+    assert by_kind["bank-conflicts"].figures == {"conflicts": 9000.0, "wavefronts": 10000.0}
 
 
 def test_ncus_rules_come_ranked_by_their_estimated_speedup_after_the_agents_own():

@@ -138,6 +138,10 @@ def ncu_command(args: argparse.Namespace) -> int:
         raise UserError(f"no such report: {args.report}")
     stage = find_stage(args.stage)
     metrics = stage_metric_set(stage)
+    if args.format == "diagnosis":  # what the analyzers read beyond the stage's metrics, where the report has it
+        from agent.diagnosis import DIAGNOSIS_METRICS
+
+        metrics = [*metrics, *(m for m in DIAGNOSIS_METRICS if m not in metrics)]
     before = read_report(args.report, metrics)
     if args.diff is not None:
         after = read_report(args.diff, metrics)

@@ -8,12 +8,15 @@ The analyzers decide the facts; a template decides the wording.
     memory      DRAM throughput against peak; at peak, no alarm (only fewer bytes help)
     occupancy   warps in flight against the warp slots
     host        the two clocks: host time above device time, launches per call
+    stalls      warp stall reasons, the top two with their share (full set)
+    spills      register spills to local memory (full set)
+    access      bytes used per sector of global loads and stores, shared-memory bank conflicts (full set)
     rules       ncu's own guided-analysis rules with their estimated speedups
 """
 
 from __future__ import annotations
 
-from agent.diagnosis.model import DiagnosisInput, Finding
+from agent.diagnosis.model import DIAGNOSIS_METRICS, DiagnosisInput, Finding
 from agent.diagnosis.run import ANALYZERS, diagnose, for_prompt
 
-__all__ = ["ANALYZERS", "DiagnosisInput", "Finding", "diagnose", "for_prompt"]
+__all__ = ["ANALYZERS", "DIAGNOSIS_METRICS", "DiagnosisInput", "Finding", "diagnose", "for_prompt"]

@@ -9,7 +9,28 @@ from pydantic import Field
 from agent.schema import GPUSpec, KernelProfile, Model, Profile, Timing
 
 # Remedies the offline proposer (and a prompt) can act on.
-Remedy = Literal["more-programs", "more-bytes-in-flight", "fewer-launches", "fewer-bytes", "contiguous-loads"]
+Remedy = Literal["more-programs", "more-bytes-in-flight", "fewer-launches", "fewer-bytes", "contiguous-loads",
+                 "fewer-registers", "conflict-free-shared"]
+
+STALL_REASONS = ("long_scoreboard", "short_scoreboard", "barrier", "mio_throttle", "lg_throttle", "math_pipe_throttle",
+                 "wait", "not_selected", "selected", "dispatch_stall", "no_instruction", "branch_resolving", "membar",
+                 "drain", "imc_miss", "misc", "sleeping", "tex_throttle")
+
+
+def stall_metric(reason: str) -> str:
+    return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
+
+
+# What the analyzers read beyond a stage's metrics. ncu's full set has them all; a stage-set report has none of them,
+# and the analyzers that need them then say nothing (agent.ncu.read_report leaves out what a report lacks).
+REGISTERS = "launch__registers_per_thread"
+SPILLS = "sass__inst_executed_register_spilling"
+GLOBAL_LD_BYTES_PER_SECTOR = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"
+GLOBAL_ST_BYTES_PER_SECTOR = "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio"
+SHARED_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
+SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+DIAGNOSIS_METRICS = [REGISTERS, SPILLS, GLOBAL_LD_BYTES_PER_SECTOR, GLOBAL_ST_BYTES_PER_SECTOR, SHARED_CONFLICTS,
+                     SHARED_WAVEFRONTS, *(stall_metric(r) for r in STALL_REASONS)]
 
 
 class Finding(Model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.diagnosis import grid, host, memory, occupancy, rules
+from agent.diagnosis import access, grid, host, memory, occupancy, rules, spills, stalls
 from agent.diagnosis.model import DiagnosisInput, Finding
 from agent.schema import Profile, Timing
 
@@ -14,6 +14,9 @@ ANALYZERS: dict[str, Callable[[DiagnosisInput], list[Finding]]] = {
     "memory": memory.analyze,
     "occupancy": occupancy.analyze,
     "host": host.analyze,
+    "stalls": stalls.analyze,
+    "spills": spills.analyze,
+    "access": access.analyze,
     "rules": rules.analyze,
 }
 
