@@ -1,7 +1,8 @@
 """Run a candidate under Nsight Compute, inside the harness sandbox, and read what it measured.
 
     ncu --target-processes all --nvtx --nvtx-include agent_profile/ --kernel-name regex:^(k1|k2)$
-        --clock-control base (--metrics M1,M2,... | --set full --import-source no) -f -o WORKDIR/profile
+        --clock-control base (--metrics M1,M2,... --section SourceCounters | --set full) --import-source no
+        -f -o WORKDIR/profile
         python -m agent.harness.worker WORKDIR/job.json          (mode "profile")
 
 The worker warms the candidate up (JIT compilation happens there, outside the range), then runs one call inside
@@ -110,7 +111,13 @@ def ncu_argv(ncu: Path, req: ProfileRequest, kernels: list[str], report_stem: Pa
     if req.metric_set == "full":
         argv += ["--set", "full", "--import-source", "no", "--apply-rules", "yes"]
     else:
-        argv += ["--metrics", ",".join(stage_metric_set(req.stage))]
+        # The stage's metrics, what the diagnosis reads beyond them (stalls, spills, access efficiency), and the
+        # per-instruction source counters (`agent show --sass`: executed counts and warp samples per instruction).
+        from agent.diagnosis import DIAGNOSIS_METRICS
+
+        wanted = stage_metric_set(req.stage)
+        argv += ["--metrics", ",".join([*wanted, *(m for m in DIAGNOSIS_METRICS if m not in wanted)]),
+                 "--section", "SourceCounters", "--import-source", "no"]
     return argv + ["-f", "-o", str(report_stem)]
 
 

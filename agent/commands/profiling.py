@@ -72,8 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _report_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("table", "json", "prompt", "diagnosis"), default="table",
-                   help="output format (default: table); diagnosis: the findings, most valuable first")
+    p.add_argument("--format", choices=("table", "json", "prompt", "diagnosis", "sass"), default="table",
+                   help="output format (default: table); diagnosis: the findings, most valuable first; sass: the "
+                        "kernels' SASS with executed counts and warp samples (full-set reports)")
     p.add_argument("--stage", default=DEFAULT_STAGE, metavar="S", help=f"stage whose metrics to show (default: {DEFAULT_STAGE})")
     p.add_argument("--diff", type=Path, metavar="B.ncu-rep", help="compare with this report: before=REPORT, after=B")
 
@@ -136,6 +137,14 @@ def ncu_command(args: argparse.Namespace) -> int:
 
     if not args.report.is_file():
         raise UserError(f"no such report: {args.report}")
+    if args.format == "sass":
+        from agent.commands.runs import paged
+        from agent.ncu.sass import read_sass
+        from agent.view import console
+        from agent.view.profiles import sass_view
+
+        paged(console(), sass_view(read_sass(args.report)))
+        return 0
     stage = find_stage(args.stage)
     metrics = stage_metric_set(stage)
     if args.format == "diagnosis":  # what the analyzers read beyond the stage's metrics, where the report has it

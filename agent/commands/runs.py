@@ -39,6 +39,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prompt", action="store_true", help="add the prompt it answered")
     p.add_argument("--response", action="store_true", help="add the model's whole response")
     p.add_argument("--full", action="store_true", help="add both")
+    p.add_argument("--sass", action="store_true", help="instead: its kernels' SASS with ncu's counters per instruction "
+                   "(from its saved full-set report)")
     p.add_argument("--no-pager", action="store_true", help="print straight to the terminal")
     p.add_argument("--no-prompt", action="store_true", help=argparse.SUPPRESS)  # the old default's opt-outs
     p.add_argument("--no-response", action="store_true", help=argparse.SUPPRESS)
@@ -136,6 +138,20 @@ def paged(console, renderable, pager: bool = True) -> None:  # console: rich.con
     console.print(renderable)
 
 
+def _show_sass(store, c) -> int:  # store: agent.store.Store, c: agent.schema.Candidate
+    """The candidate's SASS from its saved report (no GPU needed); one line where there is none."""
+    from agent.errors import UserError
+    from agent.ncu.sass import read_sass
+    from agent.view.profiles import sass_view
+
+    report = store.profiles_dir / c.run_id / f"{c.id}.ncu-rep"
+    if not report.is_file():
+        raise UserError(f"candidate {c.id} has no saved ncu report (only a run's new bests are profiled)",
+                        f"agent export {c.id} -o k.py && agent profile k.py --set full")
+    paged(_console(), sass_view(read_sass(report)))
+    return 0
+
+
 def show(args: argparse.Namespace) -> int:
     from agent.view import candidate_view
 
@@ -146,6 +162,8 @@ def show(args: argparse.Namespace) -> int:
     if args.json:
         print(c.model_dump_json(indent=2))
         return 0
+    if args.sass:
+        return _show_sass(store, c)
     view = candidate_view(c, prompt=(args.prompt or args.full) and not args.no_prompt,
                           response=(args.response or args.full) and not args.no_response)
     paged(_console(), view, pager=not args.no_pager)

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.ncu import DURATION, MetricDelta, metric_info, stage_metric_set
+from agent.ncu.sass import KernelSass
 from agent.schema import Profile, Stage
 
 _DIRECTION_STYLE = {"better": "green", "worse": "red", "same": "dim", "neutral": "yellow"}
@@ -74,3 +75,31 @@ def diff_view(deltas: list[MetricDelta], before: Path, after: Path) -> Renderabl
     return t
 
 
+
+
+def sass_view(kernels: list[KernelSass], top: int = 10) -> RenderableType:
+    """Per kernel: the hottest instructions (warp samples, executed count, the stall the samples name), then the whole
+    listing with ▶ on the hottest. Offsets are from the kernel's first instruction."""
+    parts: list[RenderableType] = []
+    for k in kernels:
+        base = k.instructions[0].pc if k.instructions else 0
+        total = max(k.total_samples, 1)
+        hot = k.hottest(top)
+        t = Table(title=f"[bold]{k.name}[/]: hottest {len(hot)} of {len(k.instructions)} instructions by warp samples",
+                  title_justify="left", header_style="bold")
+        for col in ("offset", "samples", "executed", "stall", "SASS"):
+            t.add_column(col, justify="left" if col in ("stall", "SASS") else "right", no_wrap=col != "SASS")
+        for i in hot:
+            stall = max(i.stalls.items(), key=lambda x: x[1]) if i.stalls else None
+            t.add_row(f"{i.pc - base:#06x}", f"{100 * i.samples / total:.1f} %", f"{i.executed:,}",
+                      f"{stall[0]} {100 * stall[1] / max(i.samples, 1):.0f} %" if stall else "", Text(i.sass))
+        parts.append(t)
+        hot_pcs = {i.pc for i in hot}
+        listing = Text()
+        for i in k.instructions:
+            mark = "▶" if i.pc in hot_pcs else " "
+            line = f"{mark} {i.pc - base:#06x}  {i.executed:>9,}  {i.samples:>6}  {i.sass}\n"
+            listing.append(line, style="bold yellow" if i.pc in hot_pcs else "")
+        parts.append(Text(f"{k.name}: offset, executed, warp samples, instruction", style="dim"))
+        parts.append(listing)
+    return Group(*parts)
