@@ -1,7 +1,7 @@
 # Issue 17 on a GPU: what the stage set's profile now carries (diagnosis counters, SourceCounters) and what it costs.
 #   bash bench/gpu_sass_check.sh   (writes under $OUT)
 export PYTHONPATH=/opt/site:$PWD PYTHONUNBUFFERED=1 COLUMNS=160 NO_COLOR=1
-R=/opt/d17s; mkdir -p $R
+R=/opt/d17s-$(date +%s); mkdir -p $R
 python -m agent run --llm offline --iterations 1 --samples 4 --root $R --quiet 2>&1 | tail -3
 RUN=$(python -m agent runs --root $R --json | python -c "import json,sys; print(json.load(sys.stdin)[0]['id'])")
 echo "== profile wall times (s), stage set + diagnosis metrics + SourceCounters"

@@ -1,11 +1,15 @@
 """Memory access efficiency (full metric set): bytes used of each 32-byte sector fetched for global loads and
-stores (32: every byte used; a strided or scattered access wastes the rest), and shared-memory bank conflicts."""
+stores (32: every byte used; a strided or scattered access wastes the rest), weighed by that access's share of all
+global sectors (a reduction's one scalar store per program uses 4 bytes of its sector and costs nothing), and
+shared-memory bank conflicts."""
 
 from __future__ import annotations
 
 from agent.diagnosis.model import (
     GLOBAL_LD_BYTES_PER_SECTOR,
+    GLOBAL_LD_SECTORS,
     GLOBAL_ST_BYTES_PER_SECTOR,
+    GLOBAL_ST_SECTORS,
     SHARED_CONFLICTS,
     SHARED_WAVEFRONTS,
     DiagnosisInput,
@@ -15,20 +19,28 @@ from agent.diagnosis.model import (
 SECTOR = 32.0
 WASTE_BELOW = 24.0  # bytes used per sector: under this a quarter of every fetch is thrown away
 CONFLICT_SHARE = 0.2  # conflicts per shared wavefront above which the bank layout costs real time
+TRAFFIC_SHARE = 0.1  # an access under this share of the kernel's global sectors is not worth a finding
 
 
 def analyze(d: DiagnosisInput) -> list[Finding]:
     out = []
     for k in d.kernels():
+        sectors = {op: k.metrics.get(m) for op, m in (("load", GLOBAL_LD_SECTORS), ("store", GLOBAL_ST_SECTORS))}
+        total = sum(float(v) for v in sectors.values() if isinstance(v, (int, float)))
         for metric, op in ((GLOBAL_LD_BYTES_PER_SECTOR, "load"), (GLOBAL_ST_BYTES_PER_SECTOR, "store")):
-            used = k.metrics.get(metric)
-            if isinstance(used, (int, float)) and 0 < used < WASTE_BELOW:
+            used, mine = k.metrics.get(metric), sectors[op]
+            if not isinstance(used, (int, float)) or not isinstance(mine, (int, float)) or total <= 0:
+                continue  # without the access's volume there is no telling whether it matters
+            share = float(mine) / total
+            if 0 < used < WASTE_BELOW and share >= TRAFFIC_SHARE:
                 out.append(Finding(
                     kind=f"uncoalesced-{op}", kernel=k.name,
-                    evidence=f"global {op}s use {used:.1f} of each 32-byte sector ({100 * used / SECTOR:.0f} %)",
-                    figures={"bytes_per_sector": float(used)}, remedy="contiguous-loads",
+                    evidence=f"global {op}s use {used:.1f} of each 32-byte sector ({100 * used / SECTOR:.0f} %), "
+                             f"{100 * share:.0f} % of the kernel's global sectors",
+                    figures={"bytes_per_sector": float(used), "sector_share_pct": round(100 * share, 1)},
+                    remedy="contiguous-loads",
                     direction="neighbouring threads on neighbouring addresses (contiguous, not strided, offsets)",
-                    gain_pct=round(100 * (1 - used / SECTOR), 1)))
+                    gain_pct=round(100 * share * (1 - used / SECTOR), 1)))
         conflicts, wavefronts = k.metrics.get(SHARED_CONFLICTS), k.metrics.get(SHARED_WAVEFRONTS)
         if isinstance(conflicts, (int, float)) and isinstance(wavefronts, (int, float)) and wavefronts > 0 \
                 and conflicts / wavefronts > CONFLICT_SHARE:

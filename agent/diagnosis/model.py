@@ -27,9 +27,12 @@ REGISTERS = "launch__registers_per_thread"
 SPILLS = "sass__inst_executed_register_spilling"
 GLOBAL_LD_BYTES_PER_SECTOR = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio"
 GLOBAL_ST_BYTES_PER_SECTOR = "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio"
+GLOBAL_LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+GLOBAL_ST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
 SHARED_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
 SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
-DIAGNOSIS_METRICS = [REGISTERS, SPILLS, GLOBAL_LD_BYTES_PER_SECTOR, GLOBAL_ST_BYTES_PER_SECTOR, SHARED_CONFLICTS,
+DIAGNOSIS_METRICS = [REGISTERS, SPILLS, GLOBAL_LD_BYTES_PER_SECTOR, GLOBAL_ST_BYTES_PER_SECTOR, GLOBAL_LD_SECTORS,
+                     GLOBAL_ST_SECTORS, SHARED_CONFLICTS,
                      SHARED_WAVEFRONTS, *(stall_metric(r) for r in STALL_REASONS)]
 
 

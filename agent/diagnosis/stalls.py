@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from agent.diagnosis.model import STALL_REASONS, DiagnosisInput, Finding, Remedy, stall_metric
+from agent.ncu.metadata import DRAM, meta
 
 # Below this many cycles between issues a warp is rarely stalled: nothing to report.
 BUSY_CYCLES = 2.0
+MEMORY_WAITS = ("long_scoreboard", "lg_throttle")
 WHAT: dict[str, tuple[str, Remedy | None, str]] = {
     "long_scoreboard": ("waiting on global or local memory", "more-bytes-in-flight",
                         "more independent loads in flight (more programs, loads issued before they are used)"),
@@ -29,6 +31,9 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
             continue
         top = sorted(ratios.items(), key=lambda x: x[1], reverse=True)[:2]
         first, cycles = top[0]
+        dram = k.metrics.get(DRAM)
+        if first in MEMORY_WAITS and isinstance(dram, (int, float)) and dram >= meta().bottleneck.near_peak_dram_pct:
+            continue  # at DRAM peak, warps waiting on memory is the expected state, not a problem to fix
         what, remedy, direction = WHAT.get(first, (first.replace("_", " "), None, "see ncu's warp state statistics"))
         second = f", then {top[1][0]} {100 * top[1][1] / total:.0f} %" if len(top) > 1 and top[1][1] > 0 else ""
         out.append(Finding(
