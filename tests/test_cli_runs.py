@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -333,3 +334,18 @@ def test_a_run_is_found_by_the_short_tag_the_tables_show(root, tmp_path) -> None
     assert "unknown run" not in r.stderr, r.stderr
     r = agent("leaderboard", "--run", tag, "--json", "--root", str(path))
     assert r.returncode == 0 and {row["run"] for row in json.loads(r.stdout)} == {ids["run_a"]}, r.stderr
+
+
+def test_show_sass_prints_a_candidates_sass_from_its_saved_report_and_says_when_there_is_none(tmp_path) -> None:
+    best = Path(__file__).parent / "data" / "ncu" / "memory_fusion_best_h100.ncu-rep"
+    with Store(tmp_path) as s:
+        run = s.create_run(RunConfig(problem="gap44"), gpu="h100", device="cuda")
+        s.record_iteration(run, 1, "memory-fusion", "prompt", "requested", None)
+        profiled = record(s, run, 1, 1, Verdict.CORRECT, 0.5)
+        bare = record(s, run, 1, 2, Verdict.CORRECT, 0.6)
+        shutil.copy(best, s.profile_path(run, profiled))
+    r = agent("show", profiled, "--sass", "--root", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert "gap_row_kernel: hottest 10 of" in r.stdout and "long_scoreboard" in r.stdout and "FADD" in r.stdout
+    r = agent("show", bare, "--sass", "--root", str(tmp_path))
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "no saved ncu report" in r.stderr

@@ -22,6 +22,7 @@ from agent.stages import get_stage
 
 FIXTURES = NCU_FIXTURES
 H100 = find_gpu("h100")
+BEST = Path(__file__).parent / "data" / "ncu" / "memory_fusion_best_h100.ncu-rep"  # bench/gpu_sass_check.sh
 
 
 def seed(name: str) -> Profile:
@@ -90,11 +91,27 @@ def test_ncus_rules_come_ranked_by_their_estimated_speedup_after_the_agents_own(
 
 def test_the_memory_fusion_best_recorded_on_an_h100_raises_no_alarm():
     """A real healthy memory-bound kernel (the offline proposer's row kernel at 88.9 % of DRAM peak, recorded on an
-    H100 by bench/gpu_diagnosis_check.sh): the only finding says that only fewer bytes help."""
-    profile = read_report(Path(__file__).parent / "data" / "ncu" / "memory_fusion_best_h100.ncu-rep",
-                          stage_metric_set(get_stage("memory-fusion")))
-    [f] = diagnose(DiagnosisInput(profile=profile, gpu=H100))
+    H100 with the diagnosis counters by bench/gpu_sass_check.sh): the only finding says only fewer bytes help."""
+    profile = read_report(BEST, [*stage_metric_set(get_stage("memory-fusion")), *DIAGNOSIS_METRICS])
+    assert profile.kernels["gap_row_kernel"].metrics["l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"] > 0  # counted
+    [f] = diagnose(DiagnosisInput(profile=profile, gpu=H100))  # no stalls, no uncoalesced store: nothing to fix
     assert f.kind == "at-dram-peak" and f.kernel == "gap_row_kernel" and 88 < f.figures["dram_pct"] < 90
+
+
+def test_the_sass_of_a_saved_report_comes_with_its_counters_hottest_first():
+    from agent.ncu.sass import read_sass
+
+    [k] = read_sass(BEST)
+    hot = k.hottest(3)
+    assert k.name == "gap_row_kernel" and len(k.instructions) > 100
+    assert all(i.sass and i.samples > 0 for i in hot) and hot[0].samples >= hot[1].samples >= hot[2].samples
+    assert max(hot[0].stalls, key=hot[0].stalls.__getitem__) == "long_scoreboard"
+    p = subprocess.run([sys.executable, "-m", "agent", "ncu", str(BEST), "--format", "sass"], capture_output=True,
+                       text=True, cwd=REPO, timeout=120, env={**__import__("os").environ, "COLUMNS": "160"})
+    assert p.returncode == 0 and "hottest 10 of" in p.stdout and hot[0].sass in p.stdout
+    lean = subprocess.run([sys.executable, "-m", "agent", "ncu", str(FIXTURES / "seed_h100_metrics.ncu-rep"),
+                           "--format", "sass"], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert lean.returncode == 2 and "has no SASS" in lean.stderr and len(lean.stderr.strip().splitlines()) == 1
 
 
 def test_a_healthy_memory_bound_kernel_raises_no_alarm():
