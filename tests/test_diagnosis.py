@@ -114,6 +114,18 @@ def test_the_sass_of_a_saved_report_comes_with_its_counters_hottest_first():
     assert lean.returncode == 2 and "has no SASS" in lean.stderr and len(lean.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize(("report", "kind", "evidence"), [
+    ("planted_strided", "uncoalesced-load", "global loads use 4.0 of each 32-byte sector (12 %), 89 % of"),
+    ("planted_tail", "tail", "grid 152 programs on 132 SMs: 1 full wave and a last one 15 % full"),
+])
+def test_planted_bottlenecks_recorded_on_an_h100_are_found_first(report, kind, evidence):
+    """bench/diag/record_planted.sh: a strided load (x[8 i]) and 152 equal programs on 132 SMs."""
+    profile = read_report(Path(__file__).parent / "data" / "ncu" / f"{report}.ncu-rep",
+                          [*stage_metric_set(get_stage("memory-fusion")), *DIAGNOSIS_METRICS])
+    first = diagnose(DiagnosisInput(profile=profile, gpu=H100))[0]
+    assert first.kind == kind and first.evidence.startswith(evidence), first
+
+
 def test_a_healthy_memory_bound_kernel_raises_no_alarm():
     assert kinds(planted(grid=4224, dram=90.0)) == ["at-dram-peak"]  # 32 whole waves on 132 SMs
 

@@ -32,7 +32,8 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
             full, tail = math.floor(waves), waves % 1
             out.append(Finding(
                 kind="tail", kernel=k.name,
-                evidence=f"grid {grid} programs on {sms} SMs: {full} full waves and a last one {100 * tail:.0f} % full",
+                evidence=f"grid {grid} programs on {sms} SMs: {full} full wave{'s' if full != 1 else ''} and a last one "
+                         f"{100 * tail:.0f} % full",
                 figures={"grid": grid, "sms": sms, "waves": round(waves, 2)}, remedy="more-programs",
                 direction="a grid of whole waves (or many more programs) so the last wave is not mostly idle",
                 gain_pct=round(100 * (1 - tail) / (full + 1), 1)))

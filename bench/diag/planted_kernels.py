@@ -1,0 +1,55 @@
+"""Kernels with a known bottleneck, to record small ncu reports that the diagnosis tests read on the CPU.
+
+    python bench/diag/planted_kernels.py NAME            run one (under ncu)
+    bash bench/diag/record_planted.sh                     record them all into $OUT (ncu, a GPU)
+
+strided  every thread loads x[8 i]: 4 of each 32-byte sector used (an uncoalesced load that is all of the traffic)
+tail     152 programs of equal work on 132 SMs: one full wave and a last one 15 % full
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def strided_kernel(x_ptr, out_ptr, n, STRIDE: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs * STRIDE, mask=mask, other=0.0) * 2.0, mask=mask)
+
+
+@triton.jit
+def tail_kernel(x_ptr, out_ptr, row_len, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, row_len, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * row_len + offs, mask=offs < row_len, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+
+
+def run(name: str) -> None:
+    torch.cuda.nvtx.range_push("planted")
+    if name == "strided":
+        n, stride = 1 << 22, 8
+        x = torch.randn(n * stride, device="cuda")
+        out = torch.empty(n, device="cuda")
+        strided_kernel[(triton.cdiv(n, 1024),)](x, out, n, STRIDE=stride, BLOCK=1024)
+    elif name == "tail":
+        rows, row_len = 152, 1 << 18
+        x = torch.randn(rows * row_len, device="cuda")
+        out = torch.empty(rows, device="cuda")
+        tail_kernel[(rows,)](x, out, row_len, BLOCK=1024)
+    else:
+        raise SystemExit(f"unknown planted kernel {name!r}")
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+
+
+if __name__ == "__main__":
+    run(sys.argv[1])
