@@ -126,6 +126,15 @@ def test_planted_bottlenecks_recorded_on_an_h100_are_found_first(report, kind, e
     assert first.kind == kind and first.evidence.startswith(evidence), first
 
 
+def test_uneven_work_across_sms_is_imbalance_but_idle_sms_are_the_grids_finding():
+    p = planted(grid=4224, dram=50.0)
+    p.kernels["k"].metrics.update({"sm__cycles_active.avg": 1000.0, "sm__cycles_active.max": 2000.0})
+    [f] = [f for f in diagnose(DiagnosisInput(profile=p, gpu=H100)) if f.kind == "imbalance"]
+    assert f.evidence == "the busiest SM was active 2.00x the average SM" and f.gain_pct == 50.0
+    seed_kinds = {f.kind for f in diagnose(DiagnosisInput(profile=seed("seed_h100_full.ncu-rep"), gpu=H100))}
+    assert "small-grid" in seed_kinds and "imbalance" not in seed_kinds  # 4.26x, but 100 SMs simply had nothing
+
+
 def test_a_healthy_memory_bound_kernel_raises_no_alarm():
     assert kinds(planted(grid=4224, dram=90.0)) == ["at-dram-peak"]  # 32 whole waves on 132 SMs
 

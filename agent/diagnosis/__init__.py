@@ -5,6 +5,7 @@ ranks the findings, most valuable first (an estimated gain where one can be comp
 The analyzers decide the facts; a template decides the wording.
 
     grid        programs against SMs: idle SMs, fractional waves (tail)
+    balance     the busiest SM against the average one (full set)
     memory      DRAM throughput against peak; at peak, no alarm (only fewer bytes help)
     occupancy   warps in flight against the warp slots
     host        the two clocks: host time above device time, launches per call

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.diagnosis import access, grid, host, memory, occupancy, rules, spills, stalls
+from agent.diagnosis import access, balance, grid, host, memory, occupancy, rules, spills, stalls
 from agent.diagnosis.model import DiagnosisInput, Finding
 from agent.schema import Profile, Timing
 
 ANALYZERS: dict[str, Callable[[DiagnosisInput], list[Finding]]] = {
     "grid": grid.analyze,
+    "balance": balance.analyze,
     "memory": memory.analyze,
     "occupancy": occupancy.analyze,
     "host": host.analyze,
@@ -21,9 +22,15 @@ ANALYZERS: dict[str, Callable[[DiagnosisInput], list[Finding]]] = {
 }
 
 
+EXPLAINS_IMBALANCE = ("small-grid", "tail")
+
+
 def diagnose(d: DiagnosisInput, limit: int | None = None) -> list[Finding]:
     """All findings, most valuable first (agent findings by estimated gain, then ncu's), at most `limit`."""
     found = [f for analyze in ANALYZERS.values() for f in analyze(d)]
+    # a measured effect whose cause another finding names is shown once, as the cause (uneven SMs from a small grid)
+    explained = {f.kernel for f in found if f.kind in EXPLAINS_IMBALANCE}
+    found = [f for f in found if not (f.kind == "imbalance" and f.kernel in explained)]
     found.sort(key=lambda f: (f.source != "agent", -(f.gain_pct or 0.0)))
     return found[:limit] if limit is not None else found
 
