@@ -1,10 +1,14 @@
-"""Programs against SMs: a grid smaller than the SM count leaves SMs idle; a last partial wave leaves a tail."""
+"""Programs against SMs: a grid smaller than the SM count leaves SMs idle; a last partial wave leaves a tail.
+
+Waves are ncu's own count (launch__waves_per_multiprocessor: an SM holds several programs at once, as many as its
+registers, shared memory and warp slots allow). Without it no tail is claimed: grid / SMs would count one program
+per SM and call a tail what runs in a single wave (seen on an H100: 152 programs, "1.15 waves", were 0.07)."""
 
 from __future__ import annotations
 
 import math
 
-from agent.diagnosis.model import DiagnosisInput, Finding
+from agent.diagnosis.model import WAVES, DiagnosisInput, Finding
 from agent.ncu.metadata import GRID
 
 # A grid of at least this many waves has a tail too small to matter (its last wave is a small share of the time).
@@ -27,13 +31,15 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
                 direction="split the work over at least one program per SM (a split reduction, smaller tiles)",
                 gain_pct=round(100 * idle / sms, 1)))
             continue
-        waves = grid / sms  # one program per SM per wave: a lower bound on the waves where several fit
-        if waves < MANY_WAVES and not math.isclose(waves, round(waves)) and waves % 1 < 0.5:
+        waves = k.metrics.get(WAVES)
+        if not isinstance(waves, (int, float)):
+            continue
+        waves = float(waves)
+        if 1 <= waves < MANY_WAVES and not math.isclose(waves, round(waves)) and waves % 1 < 0.5:
             full, tail = math.floor(waves), waves % 1
             out.append(Finding(
                 kind="tail", kernel=k.name,
-                evidence=f"grid {grid} programs on {sms} SMs: {full} full wave{'s' if full != 1 else ''} and a last one "
-                         f"{100 * tail:.0f} % full",
+                evidence=f"grid {grid} programs on {sms} SMs: {waves:.2f} waves, the last one {100 * tail:.0f} % full",
                 figures={"grid": grid, "sms": sms, "waves": round(waves, 2)}, remedy="more-programs",
                 direction="a grid of whole waves (or many more programs) so the last wave is not mostly idle",
                 gain_pct=round(100 * (1 - tail) / (full + 1), 1)))

@@ -31,10 +31,11 @@ GLOBAL_LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 GLOBAL_ST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
 SHARED_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
 SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+WAVES = "launch__waves_per_multiprocessor"  # ncu's own count: programs / (SMs x programs one SM holds at once)
 SM_ACTIVE_AVG = "sm__cycles_active.avg"
 SM_ACTIVE_MAX = "sm__cycles_active.max"
 DIAGNOSIS_METRICS = [REGISTERS, SPILLS, GLOBAL_LD_BYTES_PER_SECTOR, GLOBAL_ST_BYTES_PER_SECTOR, GLOBAL_LD_SECTORS,
-                     GLOBAL_ST_SECTORS, SHARED_CONFLICTS, SM_ACTIVE_AVG, SM_ACTIVE_MAX,
+                     GLOBAL_ST_SECTORS, SHARED_CONFLICTS, SM_ACTIVE_AVG, SM_ACTIVE_MAX, WAVES,
                      SHARED_WAVEFRONTS, *(stall_metric(r) for r in STALL_REASONS)]
 
 

@@ -4,7 +4,7 @@
     bash bench/diag/record_planted.sh                     record them all into $OUT (ncu, a GPU)
 
 strided  every thread loads x[8 i]: 4 of each 32-byte sector used (an uncoalesced load that is all of the traffic)
-tail     152 programs of equal work on 132 SMs: one full wave and a last one 15 % full
+tail     a grid of one full wave and 20 programs more (on an H100: 132 SMs x 16 programs each, + 20)
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def run(name: str) -> None:
         out = torch.empty(n, device="cuda")
         strided_kernel[(triton.cdiv(n, 1024),)](x, out, n, STRIDE=stride, BLOCK=1024)
     elif name == "tail":
-        rows, row_len = 152, 1 << 18
+        # 128 threads and few registers: 16 programs at once per SM (the warp slots' limit on an H100)
+        rows, row_len = torch.cuda.get_device_properties(0).multi_processor_count * 16 + 20, 1 << 14
         x = torch.randn(rows * row_len, device="cuda")
         out = torch.empty(rows, device="cuda")
         tail_kernel[(rows,)](x, out, row_len, BLOCK=1024)
