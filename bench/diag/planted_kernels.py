@@ -4,7 +4,7 @@
     bash bench/diag/record_planted.sh                     record them all into $OUT (ncu, a GPU)
 
 strided  every thread loads x[8 i]: 4 of each 32-byte sector used (an uncoalesced load that is all of the traffic)
-tail     a grid of one full wave and 20 programs more (on an H100: 132 SMs x 16 programs each, + 20)
+tail     a compute-bound grid of one full wave and 20 programs more (on an H100: 132 SMs x 16 programs, + 20)
 """
 
 from __future__ import annotations
@@ -24,13 +24,13 @@ def strided_kernel(x_ptr, out_ptr, n, STRIDE: tl.constexpr, BLOCK: tl.constexpr)
 
 
 @triton.jit
-def tail_kernel(x_ptr, out_ptr, row_len, BLOCK: tl.constexpr):
+def tail_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
+    # arithmetic only, the same for every program: a partial last wave leaves most SMs idle for a whole program
     row = tl.program_id(0)
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for start in range(0, row_len, BLOCK):
-        offs = start + tl.arange(0, BLOCK)
-        acc += tl.load(x_ptr + row * row_len + offs, mask=offs < row_len, other=0.0)
-    tl.store(out_ptr + row, tl.sum(acc, axis=0))
+    v = tl.load(x_ptr + row * BLOCK + tl.arange(0, BLOCK))
+    for _ in range(steps):
+        v = v * 1.0001 + 0.5
+    tl.store(out_ptr + row, tl.sum(v, axis=0))
 
 
 def run(name: str) -> None:
@@ -42,10 +42,10 @@ def run(name: str) -> None:
         strided_kernel[(triton.cdiv(n, 1024),)](x, out, n, STRIDE=stride, BLOCK=1024)
     elif name == "tail":
         # 128 threads and few registers: 16 programs at once per SM (the warp slots' limit on an H100)
-        rows, row_len = torch.cuda.get_device_properties(0).multi_processor_count * 16 + 20, 1 << 14
-        x = torch.randn(rows * row_len, device="cuda")
+        rows = torch.cuda.get_device_properties(0).multi_processor_count * 16 + 20
+        x = torch.randn(rows * 512, device="cuda")
         out = torch.empty(rows, device="cuda")
-        tail_kernel[(rows,)](x, out, row_len, BLOCK=1024)
+        tail_kernel[(rows,)](x, out, 20000, BLOCK=512, num_warps=4)
     else:
         raise SystemExit(f"unknown planted kernel {name!r}")
     torch.cuda.synchronize()
