@@ -11,11 +11,17 @@ from __future__ import annotations
 import math
 
 from agent.diagnosis.model import WAVES, DiagnosisInput, Finding
-from agent.ncu.metadata import DRAM, meta
-from agent.ncu.metadata import GRID
+from agent.ncu.metadata import DRAM, GRID, SM, meta
 
 # A grid of at least this many waves has a tail too small to matter (its last wave is a small share of the time).
 MANY_WAVES = 8
+
+
+def _bounded(model_pct: float, k_metrics: dict) -> float:
+    """A model's estimate, never more than the share of the GPU that measurably sat idle (100 - the busier of SM and
+    DRAM throughput): on an H100 a grid of 1.01 waves "should" waste half the time, yet its SMs ran at 92 %."""
+    busy = [float(v) for v in (k_metrics.get(SM), k_metrics.get(DRAM)) if isinstance(v, (int, float))]
+    return round(min(model_pct, 100 - max(busy)) if busy else model_pct, 1)
 
 
 def analyze(d: DiagnosisInput) -> list[Finding]:
@@ -32,7 +38,7 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
                 evidence=f"grid {grid} programs on {sms} SMs: {idle} SMs ({100 * idle / sms:.0f} %) idle",
                 figures={"grid": grid, "sms": sms, "idle_sms": idle}, remedy="more-programs",
                 direction="split the work over at least one program per SM (a split reduction, smaller tiles)",
-                gain_pct=round(100 * idle / sms, 1)))
+                gain_pct=_bounded(100 * idle / sms, k.metrics)))
             continue
         waves, dram = k.metrics.get(WAVES), k.metrics.get(DRAM)
         if not isinstance(waves, (int, float)):
@@ -47,5 +53,5 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
                 evidence=f"grid {grid} programs on {sms} SMs: {waves:.2f} waves, the last one {100 * tail:.0f} % full",
                 figures={"grid": grid, "sms": sms, "waves": round(waves, 2)}, remedy="more-programs",
                 direction="a grid of whole waves (or many more programs) so the last wave is not mostly idle",
-                gain_pct=round(100 * (1 - tail) / (full + 1), 1)))
+                gain_pct=_bounded(100 * (1 - tail) / (full + 1), k.metrics)))
     return out
