@@ -2,7 +2,8 @@
 
 Waves are ncu's own count (launch__waves_per_multiprocessor: an SM holds several programs at once, as many as its
 registers, shared memory and warp slots allow). Without it no tail is claimed: grid / SMs would count one program
-per SM and call a tail what runs in a single wave (seen on an H100: 152 programs, "1.15 waves", were 0.07). Nor
+per SM and call a tail what runs in a single wave (seen on an H100: 152 programs, "1.15 waves", ran as one wave,
+16 to an SM, the busiest SM active 1.03x the average). Nor
 where DRAM runs at its peak: the programs of a partial last wave share the bandwidth the full ones did, so the
 memory system stays busy (seen on an H100: the memory-fusion best, 1.29 waves, 88.6 % of DRAM peak)."""
 
