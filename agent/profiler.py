@@ -200,6 +200,14 @@ def profile(req: ProfileRequest) -> Profile:
             prof = read_report(req.out, [*wanted, *(m for m in DIAGNOSIS_METRICS if m not in wanted)])
         except UserError as e:
             raise ProfileError("no_report", e.message, e.hint) from e
+        # ncu was told to profile the candidate's kernels by exact name: another name means a report the candidate
+        # wrote itself, and names reach the next prompt (the metrics block, the diagnosis): keep only its own.
+        foreign = [name for name in prof.kernels if name not in kernels]
+        for name in foreign:
+            del prof.kernels[name]
+        if not prof.kernels:
+            raise ProfileError("no_kernels", f"the report holds none of the candidate's kernels ({', '.join(kernels)}),"
+                               f" only {', '.join(foreign)[:200]}")
         prof.metric_set, prof.wall_s = req.metric_set, round(wall, 3)
         req.out.with_suffix(".json").write_text(prof.model_dump_json(indent=2))
         return prof

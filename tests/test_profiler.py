@@ -107,6 +107,16 @@ def test_profiles_the_candidates_kernels_in_the_nvtx_range_and_saves_report_and_
     assert app[-1].endswith("job.json")
 
 
+def test_a_report_of_kernels_the_candidate_does_not_define_is_refused(tmp_path, fake_ncu):
+    """ncu profiles the candidate's kernels by exact name; another name is a report the candidate wrote itself."""
+    fake_ncu('worker_ok(); report(os.path.join(HERE, "seed_h100_metrics.ncu-rep"))')
+    req = request(tmp_path).model_copy(update={"code": starting_code(load_problem("gap44")).replace(
+        KERNEL, "renamed_kernel")})
+    with pytest.raises(ProfileError) as e:
+        profile(req)
+    assert e.value.kind == "no_kernels" and KERNEL in e.value.message and "renamed_kernel" in e.value.message
+
+
 def test_full_set_asks_for_the_full_section_set_and_keeps_rules(tmp_path, fake_ncu):
     d = fake_ncu('worker_ok(); report(os.path.join(HERE, "seed_h100_full.ncu-rep"))')
     req = request(tmp_path, metric_set="full", clock_control="none")

@@ -138,10 +138,10 @@ def ncu_command(args: argparse.Namespace) -> int:
     if not args.report.is_file():
         raise UserError(f"no such report: {args.report}")
     if args.format == "sass":
-        from agent.commands.runs import paged
         from agent.ncu.sass import read_sass
         from agent.view import console
         from agent.view.profiles import sass_view
+        from agent.view.terminal import paged
 
         paged(console(), sass_view(read_sass(args.report)))
         return 0

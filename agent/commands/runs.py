@@ -124,20 +124,6 @@ def leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def paged(console, renderable, pager: bool = True) -> None:  # console: rich.console.Console
-    """Print `renderable`; on a terminal, through $PAGER (less, colours kept) when it is taller than the screen."""
-    import os
-
-    if pager and console.is_terminal:
-        lines = console.render_lines(renderable, console.options, pad=False)
-        if len(lines) > console.height:
-            os.environ.setdefault("LESS", "-R")  # less shows the colours rather than their escape codes
-            with console.pager(styles=True):
-                console.print(renderable)
-            return
-    console.print(renderable)
-
-
 def _show_sass(store, c) -> int:  # store: agent.store.Store, c: agent.schema.Candidate
     """The candidate's SASS from its saved report (no GPU needed); one line where there is none."""
     from agent.errors import UserError
@@ -148,6 +134,8 @@ def _show_sass(store, c) -> int:  # store: agent.store.Store, c: agent.schema.Ca
     if not report.is_file():
         raise UserError(f"candidate {c.id} has no saved ncu report (only a run's new bests are profiled)",
                         f"agent export {c.id} -o k.py && agent profile k.py --set full")
+    from agent.view.terminal import paged
+
     paged(_console(), sass_view(read_sass(report)))
     return 0
 
@@ -166,6 +154,8 @@ def show(args: argparse.Namespace) -> int:
         return _show_sass(store, c)
     view = candidate_view(c, prompt=(args.prompt or args.full) and not args.no_prompt,
                           response=(args.response or args.full) and not args.no_response)
+    from agent.view.terminal import paged
+
     paged(_console(), view, pager=not args.no_pager)
     return 0
 

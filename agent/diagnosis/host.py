@@ -1,19 +1,18 @@
-"""The two clocks: a call whose latency is well above its GPU time is host-bound (launches, allocations, glue)."""
+"""The two clocks: a call whose latency is well above its GPU time is host-bound (launches, allocations, glue).
+The verdict is agent.hostbound's, the one --stage auto and the [TIMING] block use; this adds what it suggests."""
 
 from __future__ import annotations
 
 from agent.diagnosis.model import DiagnosisInput, Finding
-from agent.ncu.metadata import meta
+from agent.hostbound import host_bound
 
 
 def analyze(d: DiagnosisInput) -> list[Finding]:
     t = d.timing
-    if t is None or not t.meaningful or t.device_ms is None or t.latency_ms is None:
+    if host_bound(t) is None:
         return []
-    b = meta().bottleneck
+    assert t is not None and t.latency_ms is not None and t.device_ms is not None  # host_bound checked them
     gap_us = (t.latency_ms - t.device_ms) * 1e3
-    if t.latency_ms < b.host_factor * t.device_ms or gap_us < b.host_gap_us:
-        return []
     launches = f", {t.launches} launches per call" if t.launches is not None else ""
     several = t.launches is not None and t.launches > 1
     return [Finding(

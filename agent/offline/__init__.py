@@ -22,7 +22,8 @@ Modules, one job each:
     models     Plan (what the problem computes), Variant (one point of the search), Unsupported
     ops        the op vocabulary (agent/data/kernels/ops.toml) and its lookup tables
     recognise  recognise(): the problem's Model, traced with torch.fx, into a Plan
-    planner    the metrics that steer the search (Reading), the search space and its walks
+    planner    the figures an answer cites (Reading), the search space and its walks; what to restructure
+               for comes from the findings (agent.diagnosis) the loop hands over
     render     render(): one Variant of a Plan as a ModelNew file, from agent/data/kernels/*.py.j2
     __init__   OfflineProposer, which ranks the variants and keeps the run's state
 """
@@ -40,8 +41,6 @@ from agent.offline.planner import (
     DRAM,
     DURATION,
     GRID,
-    LOW_WARPS_PCT,
-    NEAR_PEAK_DRAM_PCT,
     SM,
     SMALL_GRID_WAVES,
     SPACE,
@@ -67,7 +66,7 @@ from agent.schema import (
 )
 
 __all__ = [
-    "ANCHORS", "DRAM", "DURATION", "GRID", "LOW_WARPS_PCT", "MODEL", "NEAR_PEAK_DRAM_PCT", "SM", "SMALL_GRID_WAVES",
+    "ANCHORS", "DRAM", "DURATION", "GRID", "MODEL", "SM", "SMALL_GRID_WAVES",
     "SPACE", "SPLIT_PROGRAMS_PER_SM", "TEMPLATES", "WARPS", "Family", "OfflineProposer", "Op", "Operand", "Plan",
     "Reading", "Unsupported", "Variant", "recognise", "render",
 ]
@@ -152,8 +151,7 @@ class OfflineProposer:
     def ranked(self, plan: Plan) -> list[tuple[Variant, str]]:
         """Every variant in the order to try it now, each with its one-line reason."""
         sms = self.gpu.sms
-        reading = Reading.of(self._profile)
-        figures = reading.figures(sms)
+        figures = Reading.of(self._profile).figures(sms)
         current = self.current()
         out: list[tuple[Variant, str]] = []
         # The closed form in its own stage, and in any later stage once it is the current best.
@@ -166,10 +164,10 @@ class OfflineProposer:
             for v in _around("algebraic", anchor):
                 out.append((v, f"{head} ({v.params()})" if anchor is None else
                             f"{figures}: tune the algebraic rewrite around the current best — {_change(anchor, v)}"))
-        out += self._gap_order(plan, reading, figures, current)
+        out += self._gap_order(plan, figures, current)
         return out
 
-    def _gap_order(self, plan: Plan, reading: Reading, figures: str, current: Variant | None) -> list[tuple[Variant, str]]:
+    def _gap_order(self, plan: Plan, figures: str, current: Variant | None) -> list[tuple[Variant, str]]:
         sms, rows = self.gpu.sms, plan.rows
         # What to restructure for comes from the findings (agent.diagnosis), the same ones the LLM's prompt shows.
         found = {f.kind for f in self._findings}

@@ -1,6 +1,6 @@
-"""Variant planning from metrics: the ncu figures that steer the search, the thresholds they are read against,
-the meta-parameter space per family, and the walks through it (nearest the current best first, round robin over
-families). The order itself is chosen by OfflineProposer.ranked (agent/offline/__init__.py)."""
+"""Variant planning: the ncu figures an answer cites, the meta-parameter space per family, and the walks through it
+(nearest the current best first, round robin over families). The order itself is chosen by OfflineProposer.ranked
+(agent/offline/__init__.py)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,14 @@ import math
 from itertools import product
 from typing import Any
 
-from agent.ncu.metadata import DRAM, DURATION, GRID, SM, WARPS, longest_kernel, meta
+from agent.ncu.metadata import DRAM, DURATION, GRID, SM, WARPS, longest_kernel
 from agent.offline.models import Family, Variant, _Model
 from agent.schema import Profile
 
-# Decision thresholds. A grid under SMALL_GRID_WAVES x the SM count leaves SMs idle or nearly so; under
-# LOW_WARPS_PCT of warp slots active there are too few loads in flight to hide DRAM latency; past
-# NEAR_PEAK_DRAM_PCT a reduction is bandwidth-bound and only meta-parameters are left to tune (memory-fusion's
-# target is 90 %). The last two are the bottleneck classification's own (agent/data/metrics.toml).
+# What to restructure for comes from the findings (agent.diagnosis), as the LLM's prompt shows them; this proposer
+# keeps one threshold of its own, for choosing a layout: a problem of at least SMALL_GRID_WAVES x the SM count rows
+# fills the GPU with one program per row, a smaller one needs split rows.
 SMALL_GRID_WAVES = 2
-LOW_WARPS_PCT = meta().bottleneck.low_warps_pct
-NEAR_PEAK_DRAM_PCT = meta().bottleneck.near_peak_dram_pct
 # Split reductions aim for at least this many programs per SM.
 SPLIT_PROGRAMS_PER_SM = 4
 
@@ -42,7 +39,8 @@ ANCHORS: dict[str, dict[str, int]] = {
 
 
 class Reading(_Model):
-    """The figures of the current best's main kernel (the one with the most GPU time) that steer the search."""
+    """The figures of the current best's main kernel (the one with the most GPU time), as an answer cites them (what
+    to do about them is the findings' part)."""
 
     kernel: str = ""
     grid: float | None = None

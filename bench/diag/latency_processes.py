@@ -25,6 +25,9 @@ BLOCKS, REPS = 4, 100
 
 from gpu_clocks_check import _module  # noqa: E402  (one loader for every bench script)
 
+sys.path.insert(0, str(REPO / "bench" / "diag"))
+from latency_overhead import latency  # noqa: E402  (one timed call for both diagnoses)
+
 
 def child() -> dict:
     import torch
@@ -35,23 +38,8 @@ def child() -> dict:
     model = cand.ModelNew(*problem.get_init_inputs()).cuda().eval()
     x = problem.get_inputs()[0].cuda()
     flush = torch.ones(256 << 18, device="cuda")
-    blocks = []
-    with torch.no_grad():
-        for _ in range(20):
-            model(x)
-        for _ in range(BLOCKS):
-            lat, host = [], []
-            for _ in range(REPS):
-                x.normal_()
-                flush.sum()
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                model(x)
-                t1 = time.perf_counter()
-                torch.cuda.synchronize()
-                lat.append((time.perf_counter() - t0) * 1000)
-                host.append((t1 - t0) * 1000)
-            blocks.append({"latency_ms": round(statistics.median(lat), 4), "host_ms": round(statistics.median(host), 4)})
+    # the same timed call as latency_overhead's (warm-up, flush, synchronized call), in blocks over time
+    blocks = [{k: v for k, v in latency(model, x, flush, n=REPS).items() if k != "threads"} for _ in range(BLOCKS)]
     cpu = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[36])
     return {"blocks": blocks, "cpu": cpu, "affinity": sorted(os.sched_getaffinity(0))}
 
