@@ -560,3 +560,49 @@ def test_two_processes_record_into_one_store_at_once(tmp_path: Path) -> None:
     with Store(tmp_path) as s:
         runs = s.list_runs()
         assert len(runs) == 2 and all(r.candidates == 25 and r.status == "finished" for r in runs)
+
+
+def test_a_lock_sqlite_will_not_wait_for_is_waited_for_by_the_store() -> None:
+    from agent.store.index import when_unlocked
+
+    answers = iter([sqlite3.OperationalError("database is locked")] * 3 + ["wal"])
+
+    def pragma() -> str:
+        a = next(answers)
+        if isinstance(a, Exception):
+            raise a
+        return a
+
+    assert when_unlocked(pragma) == "wal"
+
+
+def test_a_lock_that_never_clears_and_other_errors_still_raise() -> None:
+    from agent.store.index import when_unlocked
+
+    def locked() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    def readonly() -> None:
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    t0 = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        when_unlocked(locked, wait_s=0.2)
+    assert 0.1 < time.monotonic() - t0 < 1.0
+    t0 = time.monotonic()
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        when_unlocked(readonly)
+    assert time.monotonic() - t0 < 0.1
+
+
+def test_eight_processes_opening_one_fresh_store_at_once_all_get_it(tmp_path: Path) -> None:
+    script = "import sys\nfrom agent.store import Store\nfrom agent.schema import RunConfig\n" \
+             "Store(sys.argv[1]).create_run(RunConfig(), gpu='h100', device='cuda')\n"
+    for attempt in range(3):
+        root = tmp_path / str(attempt)
+        procs = [subprocess.Popen([sys.executable, "-c", script, str(root)], cwd=REPO, stderr=subprocess.PIPE)
+                 for _ in range(8)]
+        errors = [p.communicate(timeout=60)[1].decode() for p in procs]
+        assert [p.returncode for p in procs] == [0] * 8, errors
+        with Store(root) as s:
+            assert len(s.list_runs()) == 8

@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 import logging
 import os
+import random
 import secrets
 import sqlite3
 import threading
+import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 from agent.ncu.metadata import DRAM, DURATION, longest_kernel
 from agent.redact import scrub
@@ -21,6 +25,7 @@ from agent.store.migrations import apply_migrations, packaged_migrations
 from agent.store.records import CallRecord, IterationRecord, RunRecord
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 INDEX_NAME = "index.sqlite"
 DRAM_METRIC, DURATION_METRIC = DRAM, DURATION  # the names the index's columns are read from
@@ -45,10 +50,30 @@ def longest_kernel_dram_pct(profile: Profile | None) -> float | None:
 
 # ---------------------------------------------------------------- connection
 
+LOCK_WAIT_S = 30.0
+
+
+def when_unlocked(step: Callable[[], T], wait_s: float = LOCK_WAIT_S) -> T:
+    """`step()`, retried while SQLite says "database is locked", for up to `wait_s`.
+
+    The busy timeout does not cover everything: two processes opening a fresh store at once both hold a shared lock
+    while switching it to WAL, and SQLite answers one of them BUSY at once rather than let them deadlock (seen in CI).
+    """
+    deadline = time.monotonic() + wait_s
+    delay = 0.005
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay * (1 + random.random()))
+        delay = min(delay * 2, 0.25)
+
 
 def _configure(conn: sqlite3.Connection) -> sqlite3.Connection:
     conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
+    when_unlocked(lambda: conn.execute("PRAGMA journal_mode=WAL"))
     conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across app crashes; files are the truth anyway
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
