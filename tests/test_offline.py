@@ -225,7 +225,7 @@ def test_the_algebraic_stage_proposes_the_closed_form_first(seeded):
     assert "algebraic rewrite" in line and "67 MB" in line and "537 MB" in line
     code = extract_code(answers[0].text)
     assert "self.conv_transpose(x)" not in code  # the conv output is never materialised
-    assert policy.kernel_names(code) == ["convt_window_sums_kernel", "convt_gap_contract_kernel"]
+    assert policy.kernel_names(code) == ["convt_gap_kernel"]  # one launch per call
 
 
 # ---------------------------------------------------------------- the kernels compute the right thing
@@ -268,6 +268,23 @@ def test_the_algebraic_rewrite_with_small_tiles_is_exact_at_both_cpu_sizes(plan,
     code = render(plan, Variant(family="algebraic", block=4, warps=2, stages=1, split=32), H100)
     for size in GAP44.cpu_sizes:
         assert relative_error(code, GAP44, size.overrides, tmp_path) < 1e-5
+
+
+def test_the_one_launch_rewrite_is_exact_on_every_call_and_its_scratch_follows_the_shape(plan, tmp_path):
+    """Its tickets are kept across calls: each call must leave them at zero, whatever the shape of the next."""
+    cand = import_code(render(plan, Variant(family="algebraic", **ANCHORS["algebraic"]), H100), tmp_path)
+    m = load_module(GAP44.path, GAP44.cpu_sizes[0].overrides)
+    torch.manual_seed(0)
+    ref = m.Model(*m.get_init_inputs()).double()
+    new = cand.ModelNew(*m.get_init_inputs())
+    new.load_state_dict({k: v.float() for k, v in ref.state_dict().items()})
+    n, c, h, w = m.get_inputs()[0].shape
+    for shape in [(n, c, h, w), (n, c, h, w), (n + 1, c, h - 3, w + 5), (1, c, 5, 7), (n, c, h, w)]:
+        x = torch.randn(shape) + len(shape)
+        with torch.no_grad():
+            truth, out = ref(x.double()), new(x)
+        assert ((out.double() - truth).abs().max() / truth.abs().max()).item() < 1e-5, shape
+        assert new._scratch[0][0] == shape[0] and not new._scratch[2].any()  # its tickets all back at zero
 
 
 @pytest.mark.parametrize("name", ["conv3d_gap", "conv2d_gap_bias_lse", "gap_large"])

@@ -78,9 +78,9 @@ def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
     }
     operand_exprs = "".join(f", {o.expr}" for o in plan.operands)
     if fam == "algebraic":
-        call, producer = f"convt_gap(x, self.{plan.producer[0]}{operand_exprs})", []
-        doc = (f"{plan.producer_kind} -> epilogue -> global average pool, in closed form: window sums of the input "
-               "(Triton), contracted with the weight (Triton); the conv output is never materialised.")
+        call, producer = f"convt_gap(x, self.{plan.producer[0]}, self.scratch{operand_exprs})", []
+        doc = (f"{plan.producer_kind} -> epilogue -> global average pool, in closed form and one launch: window sums "
+               "of the input, contracted with the weight; the conv output is never materialised.")
     else:
         call, producer = f"gap(x{operand_exprs})", plan.producer
         doc = f"{plan.producer_kind} (PyTorch) -> epilogue + global average pool fused in Triton ({fam} reduction)."

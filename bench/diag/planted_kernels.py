@@ -5,10 +5,15 @@
 
 strided  every thread loads x[8 i]: 4 of each 32-byte sector used (an uncoalesced load that is all of the traffic)
 tail     a compute-bound grid of one full wave and 20 programs more (on an H100: 132 SMs x 16 programs, + 20)
+spill    one warp holding a 64 x 256 fp32 tile live across a reduction: 512 values per thread, past 255 registers
+conflict every thread of a warp stores and loads shared memory at tid * 128 bytes: all 32 in one bank (PTX, loaded
+         by the driver: Triton swizzles its own shared layouts, and the GPU hosts have no nvcc)
+conflict_free  the same at tid * 4 bytes: no conflict (the no-false-alarm twin)
 """
 
 from __future__ import annotations
 
+import ctypes
 import sys
 
 import torch
@@ -33,6 +38,73 @@ def tail_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
     tl.store(out_ptr + row, tl.sum(v, axis=0))
 
 
+@triton.jit
+def spill_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr, COLS: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    v = tl.load(x_ptr + rows[:, None] * COLS + tl.arange(0, COLS)[None, :])
+    v = v / (tl.sum(v * v, axis=0)[None, :] + 1.0)  # every element stays live until the column sums exist
+    tl.store(out_ptr + rows, tl.sum(v, axis=1))
+
+
+SHARED_PTX = """
+.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry NAME(.param .u64 out, .param .u32 iters)
+{
+    .reg .pred %p<2>;
+    .reg .b32 %r<12>;
+    .reg .f32 %f<4>;
+    .reg .b64 %rd<4>;
+    .shared .align 16 .b8 tile[32768];
+
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [iters];
+    mov.u32 %r2, %tid.x;
+    shl.b32 %r3, %r2, SHIFT;
+    mov.u32 %r4, tile;
+    add.u32 %r5, %r4, %r3;
+    cvt.rn.f32.u32 %f1, %r2;
+    mov.u32 %r6, 0;
+LOOP:
+    st.volatile.shared.f32 [%r5], %f1;
+    ld.volatile.shared.f32 %f2, [%r5];
+    add.f32 %f1, %f2, 0f3F800000;
+    add.u32 %r6, %r6, 1;
+    setp.lt.u32 %p1, %r6, %r1;
+    @%p1 bra LOOP;
+    mov.u32 %r7, %ctaid.x;
+    mov.u32 %r8, %ntid.x;
+    mad.lo.u32 %r9, %r7, %r8, %r2;
+    mul.wide.u32 %rd2, %r9, 4;
+    add.u64 %rd3, %rd1, %rd2;
+    st.global.f32 [%rd3], %f1;
+    ret;
+}
+"""
+
+
+def launch_ptx(name: str, ptx: str, blocks: int, threads: int, out: torch.Tensor, iters: int) -> None:
+    """Load PTX with the driver (it compiles it) and launch it on the current stream; torch made the context."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
+    err = cuda.cuModuleLoadData(ctypes.byref(mod), ctypes.c_char_p(ptx.encode()))
+    if err:
+        raise SystemExit(f"cuModuleLoadData failed: CUresult {err}")
+    if cuda.cuModuleGetFunction(ctypes.byref(fn), mod, name.encode()):
+        raise SystemExit(f"no function {name} in the PTX")
+    p_out, p_iters = ctypes.c_uint64(out.data_ptr()), ctypes.c_uint32(iters)
+    params = (ctypes.c_void_p * 2)(ctypes.cast(ctypes.byref(p_out), ctypes.c_void_p),
+                                   ctypes.cast(ctypes.byref(p_iters), ctypes.c_void_p))
+    cuda.cuLaunchKernel.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p,
+                                    ctypes.c_void_p]
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    err = cuda.cuLaunchKernel(fn, blocks, 1, 1, threads, 1, 1, 0, stream, params, None)
+    if err:
+        raise SystemExit(f"cuLaunchKernel failed: CUresult {err}")
+
+
 def run(name: str) -> None:
     torch.cuda.nvtx.range_push("planted")
     if name == "strided":
@@ -46,6 +118,16 @@ def run(name: str) -> None:
         x = torch.randn(rows * 512, device="cuda")
         out = torch.empty(rows, device="cuda")
         tail_kernel[(rows,)](x, out, 20000, BLOCK=512, num_warps=4)
+    elif name == "spill":
+        x = torch.randn(1024 * 256, device="cuda")
+        out = torch.empty(1024, device="cuda")
+        spill_kernel[(1024 // 64,)](x, out, BLOCK=64, COLS=256, num_warps=1)
+    elif name in ("conflict", "conflict_free"):
+        kernel = f"shared_{name}_kernel"
+        blocks = torch.cuda.get_device_properties(0).multi_processor_count * 4
+        out = torch.empty(blocks * 256, device="cuda")
+        ptx = SHARED_PTX.replace("NAME", kernel).replace("SHIFT", "7" if name == "conflict" else "2")
+        launch_ptx(kernel, ptx, blocks, 256, out, iters=2000)
     else:
         raise SystemExit(f"unknown planted kernel {name!r}")
     torch.cuda.synchronize()

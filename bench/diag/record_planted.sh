@@ -9,10 +9,10 @@ from agent.ncu import stage_metric_set
 from agent.stages import get_stage
 m = stage_metric_set(get_stage('memory-fusion'))
 print(','.join([*m, *(x for x in DIAGNOSIS_METRICS if x not in m)]))")
-for name in strided tail; do
+for name in ${PLANTED:-strided tail spill conflict conflict_free}; do
   # warm-up run outside ncu so the Triton compile is cached; ncu then sees the one planted launch
   python bench/diag/planted_kernels.py $name
-  $NCU --nvtx --nvtx-include "planted/" --kernel-name "regex:^(strided_kernel|tail_kernel)$" --metrics "$METRICS" \
+  $NCU --nvtx --nvtx-include "planted/" --kernel-name "regex:^(strided_kernel|tail_kernel|spill_kernel|shared_conflict_kernel|shared_conflict_free_kernel)$" --metrics "$METRICS" \
        --section SourceCounters --import-source no -f -o $OUT/planted_$name python bench/diag/planted_kernels.py $name
 done
 ls -la $OUT
