@@ -1,28 +1,56 @@
-# Issue 17 on a GPU: the gap44 goal (`--stage auto` with the offline proposer; its best exported and judged again by
-# `agent eval` in a fresh process, both clocks) and the planted reports still missing (spills, bank conflicts).
-# Writes everything under $OUT. Usage: bash bench/gpu_goal_check.sh [RUN_SECONDS]
+# Issue 17 on a GPU: the gap44 goal and the planted reports still missing. Everything lands in $OUT/goal.tar.gz
+# (the device returns at most 8 files) plus a short summary on stdout.
+#  1. the two-launch and the one-launch algebraic rewrites judged by `agent eval` (both clocks, eager, compile);
+#  2. `--stage auto` with the offline proposer; its best exported and judged again in a fresh process;
+#  3. planted reports: a register-spilling kernel, a bank-conflicted shared-memory loop and its conflict-free twin,
+#     recorded with ncu's full set (every counter an analyzer may read).
+# Usage (GPU machine, repo root): bash bench/gpu_goal_check.sh [RUN_SECONDS]
 set -u
 export PYTHONPATH=/opt/site:$PWD PYTHONUNBUFFERED=1 COLUMNS=160 NO_COLOR=1
-R=/opt/goal17; rm -rf $R; mkdir -p $R
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $OUT/gpu.txt
-echo "== auto run"; date +%s > $OUT/t0
-timeout ${1:-330} python -m agent run --stage auto --llm offline --iterations 9 --samples 3 --patience 1 \
-  --root $R --device cuda --json > $OUT/auto_run.jsonl 2> $OUT/auto_run.err; echo "rc=$?"; date +%s > $OUT/t1
-tail -3 $OUT/auto_run.err
-python -m agent leaderboard --root $R --json > $OUT/leaderboard.json 2>&1
-python -m agent runs --root $R > $OUT/runs.txt 2>&1; cat $OUT/runs.txt | tail -4
-BEST=$(python -c "import json; print(json.load(open('$OUT/leaderboard.json'))[0]['candidate'])")
-echo "best $BEST"
-python -m agent export $BEST -o $OUT/best.py --root $R
-python -m agent show $BEST --root $R > $OUT/best_show.txt 2>&1
-echo "== eval in a fresh process"
-python -m agent eval $OUT/best.py --stage algebraic --json > $OUT/best_eval.json 2> $OUT/best_eval.err; echo "rc=$?"
-python - <<'PY'
-import json, os
-e = json.load(open(os.environ["OUT"] + "/best_eval.json"))
-print(json.dumps(e, indent=1)[:3000])
+R=/opt/goal17; W=/opt/goal17_out; rm -rf $R $W; mkdir -p $R $W
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $W/gpu.txt
+echo "== eval: two launches, one launch"
+for c in gap44_algebraic gap44_algebraic_one_launch; do
+  python -m agent eval bench/candidates/$c.py --problem gap44 --stage algebraic --json > $W/eval_$c.json 2> $W/eval_$c.err
+  echo "$c rc=$?"; python - $W/eval_$c.json <<'PY'
+import json, sys
+try:
+    e = json.load(open(sys.argv[1]))
+except Exception as x:
+    print("  unreadable:", x); raise SystemExit
+t = e.get("timing") or {}
+print("  ", e["verdict"], (e.get("message") or "")[:160])
+for k in ("device_ms", "device_spread_pct", "latency_ms", "latency_spread_pct", "launches", "eager_device_ms",
+          "eager_latency_ms", "compile_device_ms", "compile_latency_ms", "device_speedup_vs_eager",
+          "latency_speedup_vs_eager", "device_speedup_vs_compile", "latency_speedup_vs_compile"):
+    print(f"   {k} {t.get(k)}")
 PY
-for f in $(find $R/profiles -name '*.ncu-rep' | head -40); do cp $f $OUT/ 2>/dev/null; done
+done
+echo "== auto run"; date +%s > $W/t0
+timeout ${1:-300} python -m agent run --stage auto --llm offline --iterations 9 --samples 3 --patience 1 \
+  --root $R --device cuda --json > $W/auto_run.jsonl 2> $W/auto_run.err; echo "rc=$?"; date +%s > $W/t1
+tail -4 $W/auto_run.err
+python -m agent leaderboard --root $R --json > $W/leaderboard.json 2>&1
+python -m agent leaderboard --root $R > $W/leaderboard.txt 2>&1; head -14 $W/leaderboard.txt
+BEST=$(python -c "import json; print(json.load(open('$W/leaderboard.json'))[0]['candidate'])")
+echo "best $BEST"
+python -m agent export $BEST -o $W/best.py --root $R
+python -m agent show $BEST --root $R > $W/best_show.txt 2>&1
+echo "== best judged again in a fresh process"
+python -m agent eval $W/best.py --problem gap44 --stage algebraic --json > $W/best_eval.json 2> $W/best_eval.err
+echo "rc=$?"
+python -c "
+import json; t = json.load(open('$W/best_eval.json'))['timing']
+print({k: t[k] for k in ('device_ms', 'latency_ms', 'launches', 'device_speedup_vs_eager', 'latency_speedup_vs_eager', 'device_speedup_vs_compile', 'latency_speedup_vs_compile')})"
+for f in $(find $R/profiles -name '*.ncu-rep' | head -20); do cp $f $W/; done
+for f in $W/*.ncu-rep; do echo "-- $f"; python -m agent ncu $f --format diagnosis 2>&1 | head -8; done
 echo "== planted"
-PLANTED="spill conflict conflict_free" bash bench/diag/record_planted.sh 2>&1 | tail -8
-for n in spill conflict conflict_free; do echo "-- $n"; python -m agent ncu $OUT/planted_$n.ncu-rep --format diagnosis 2>&1 | head -12; done
+NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+for name in spill conflict conflict_free; do
+  python bench/diag/planted_kernels.py $name
+  $NCU --nvtx --nvtx-include "planted/" --kernel-name "regex:^(spill_kernel|shared_conflict_kernel|shared_conflict_free_kernel)$" \
+       --set full --import-source no -f -o $W/planted_$name \
+       python bench/diag/planted_kernels.py $name > $W/ncu_$name.log 2>&1; echo "$name rc=$?"
+  python -m agent ncu $W/planted_$name.ncu-rep --format diagnosis 2>&1 | head -12
+done
+tar czf $OUT/goal.tar.gz -C $W . && ls -la $OUT

@@ -27,15 +27,16 @@ SPACE: dict[str, dict[str, list[Any]]] = {
     "atomic": {"block": [1024, 2048, 4096], "warps": [4, 8], "stages": [1, 2], "split": [2, 4, 8, 16]},
     "persistent": {"block": [2048, 4096, 8192], "warps": [4, 8, 16], "stages": [1, 2], "split": [1, 2, 4, 8]},
     # algebraic: block = rows per tile (BH), split = columns per tile (BW)
-    "algebraic": {"block": [2, 4, 8, 16, 32], "warps": [2, 4, 8], "stages": [1, 2], "split": [32, 64, 128]},
+    "algebraic": {"block": [4, 8, 16, 32], "warps": [2, 4, 8], "stages": [1, 3], "split": [64, 128]},
 }
 ANCHORS: dict[str, dict[str, int]] = {
     "row": {"block": 2048, "warps": 4, "stages": 2, "split": 1},  # near the plain kernel that reached 91 % DRAM
     "split": {"block": 2048, "warps": 4, "stages": 2, "split": 4},
     "atomic": {"block": 2048, "warps": 4, "stages": 2, "split": 4},
     "persistent": {"block": 4096, "warps": 8, "stages": 2, "split": 4},
-    # 4 x 128 tiles, 4 warps: 56 registers on sm_90 (ptxas), 9 programs per SM: gap44's 1024 planes in one wave
-    "algebraic": {"block": 4, "warps": 4, "stages": 1, "split": 128},
+    # 8 x 128 tiles, 4 warps, 3 stages: the fastest of 48 configurations on an H100 (35.3 us for gap44; rows per
+    # tile 4-32 within 3 %; 8 warps or planes split over programs 25-200 % slower: bench/diag/launch_cost.py)
+    "algebraic": {"block": 8, "warps": 4, "stages": 3, "split": 128},
 }
 
 

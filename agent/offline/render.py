@@ -73,12 +73,13 @@ def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
         "prep": [f"p{i} = p{i}.reshape(-1).to(torch.float32).contiguous()"
                  for i in every if plan.operands[i].kind != "scalar"],
         "args": _wrapper_args(plan, k["used"]), "args2": _wrapper_args(plan, k2["used"]),
+        "align": "".join(f", p{i}.data_ptr() % 16" for i in every if plan.operands[i].kind != "scalar"),
         "shape": ("N, Cout" if fam == "algebraic" else "N, C") + ", 1" * plan.out_ones,
         "doc": _wrapper_doc(plan, variant),
     }
     operand_exprs = "".join(f", {o.expr}" for o in plan.operands)
     if fam == "algebraic":
-        call, producer = f"convt_gap(x, self.{plan.producer[0]}, self.scratch{operand_exprs})", []
+        call, producer = f"convt_gap(x, self.{plan.producer[0]}, self.plans(){operand_exprs})", []
         doc = (f"{plan.producer_kind} -> epilogue -> global average pool, in closed form and one launch: window sums "
                "of the input, contracted with the weight; the conv output is never materialised.")
     else:
