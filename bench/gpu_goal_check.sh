@@ -2,15 +2,18 @@
 # (the device returns at most 8 files) plus a short summary on stdout.
 #  1. the two-launch and the one-launch algebraic rewrites judged by `agent eval` (both clocks, eager, compile);
 #  2. `--stage auto` with the offline proposer; its best exported and judged again in a fresh process;
-#  3. planted reports: a register-spilling kernel, a bank-conflicted shared-memory loop and its conflict-free twin,
-#     recorded with ncu's full set (every counter an analyzer may read).
+#  3. planted reports (bench/diag/record_planted.sh): strided, tail, spill, bank conflicts and their conflict-free
+#     twin, a healthy row sum.
+#  Before all that, bench/diag/launch_cost.py (host cost per launch; the closed form's tile sweep).
 # Usage (GPU machine, repo root): bash bench/gpu_goal_check.sh [RUN_SECONDS]
 set -u
 export PYTHONPATH=/opt/site:$PWD PYTHONUNBUFFERED=1 COLUMNS=160 NO_COLOR=1
 R=/opt/goal17; W=/opt/goal17_out; rm -rf $R $W; mkdir -p $R $W
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $W/gpu.txt
+echo "== launch cost and tile sweep"
+python bench/diag/launch_cost.py $W/launch_cost.json 2>&1 | grep -v Warning | grep -v "^{'BH'" | tail -12
 echo "== eval: two launches, one launch"
-for c in gap44_algebraic gap44_algebraic_one_launch; do
+for c in gap44_algebraic_one_launch; do
   python -m agent eval bench/candidates/$c.py --problem gap44 --stage algebraic --json > $W/eval_$c.json 2> $W/eval_$c.err
   echo "$c rc=$?"; python - $W/eval_$c.json <<'PY'
 import json, sys
@@ -45,12 +48,6 @@ print({k: t[k] for k in ('device_ms', 'latency_ms', 'launches', 'device_speedup_
 for f in $(find $R/profiles -name '*.ncu-rep' | head -20); do cp $f $W/; done
 for f in $W/*.ncu-rep; do echo "-- $f"; python -m agent ncu $f --format diagnosis 2>&1 | head -8; done
 echo "== planted"
-NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-for name in spill conflict conflict_free; do
-  python bench/diag/planted_kernels.py $name
-  $NCU --nvtx --nvtx-include "planted/" --kernel-name "regex:^(spill_kernel|shared_conflict_kernel|shared_conflict_free_kernel)$" \
-       --set full --import-source no -f -o $W/planted_$name \
-       python bench/diag/planted_kernels.py $name > $W/ncu_$name.log 2>&1; echo "$name rc=$?"
-  python -m agent ncu $W/planted_$name.ncu-rep --format diagnosis 2>&1 | head -12
-done
+OUT=$W bash bench/diag/record_planted.sh > $W/record_planted.log 2>&1; echo "record rc=$?"; tail -9 $W/record_planted.log
+for f in $W/planted_*.ncu-rep; do echo "-- $f"; python -m agent ncu $f --format diagnosis 2>&1 | grep "│ [a-z]" | cut -c1-150 | head -6; done
 tar czf $OUT/goal.tar.gz -C $W . && ls -la $OUT

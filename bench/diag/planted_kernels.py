@@ -9,6 +9,7 @@ spill    one warp holding a 64 x 256 fp32 tile live across a reduction: 512 valu
 conflict every thread of a warp stores and loads shared memory at tid * 128 bytes: all 32 in one bank (PTX, loaded
          by the driver: Triton swizzles its own shared layouts, and the GPU hosts have no nvcc)
 conflict_free  the same at tid * 4 bytes: no conflict (the no-false-alarm twin)
+healthy  a plain row sum over contiguous 16 K-element rows, 8192 of them: memory-bound at DRAM peak, nothing to fix
 """
 
 from __future__ import annotations
@@ -36,6 +37,15 @@ def tail_kernel(x_ptr, out_ptr, steps, BLOCK: tl.constexpr):
     for _ in range(steps):
         v = v * 1.0001 + 0.5
     tl.store(out_ptr + row, tl.sum(v, axis=0))
+
+
+@triton.jit
+def healthy_kernel(x_ptr, out_ptr, COLS: tl.constexpr, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for c in range(0, COLS, BLOCK):
+        acc += tl.load(x_ptr + row.to(tl.int64) * COLS + c + tl.arange(0, BLOCK))
+    tl.store(out_ptr + row, tl.sum(acc, axis=0))
 
 
 @triton.jit
@@ -118,6 +128,10 @@ def run(name: str) -> None:
         x = torch.randn(rows * 512, device="cuda")
         out = torch.empty(rows, device="cuda")
         tail_kernel[(rows,)](x, out, 20000, BLOCK=512, num_warps=4)
+    elif name == "healthy":
+        x = torch.randn(8192 * 16384, device="cuda")
+        out = torch.empty(8192, device="cuda")
+        healthy_kernel[(8192,)](x, out, COLS=16384, BLOCK=2048, num_warps=4)
     elif name == "spill":
         x = torch.randn(1024 * 256, device="cuda")
         out = torch.empty(1024, device="cuda")

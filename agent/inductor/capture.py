@@ -1,0 +1,56 @@
+"""What torch.compile makes of a problem's Model on this GPU: Inductor's output code and, for each Triton kernel in
+it, the launch Inductor chose (its block sizes from autotuning, warps, stages) and its grid as expressions of the
+kernel's own arguments. Needs CUDA (Inductor writes Triton only for GPUs); agent.inductor.translate turns what it
+returns into a self-contained answer on any machine.
+
+Compiled with dynamic shapes, so the code takes its sizes from its inputs: the harness checks an answer at several
+sizes, and static code would only hold at the one it was compiled for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent.inductor.model import Capture, KernelLaunch
+
+
+def capture(model: Any, inputs: list[Any], dynamic: bool = True) -> Capture:
+    """Compile `model` with Inductor, run it once on `inputs` (autotuning happens there) and read back what ran."""
+    import torch
+    import triton
+    from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner, GridExpr
+    from torch._inductor.utils import run_and_get_code
+
+    compiled = torch.compile(model, dynamic=dynamic)
+    with torch.no_grad():
+        _, codes = run_and_get_code(compiled, *inputs)
+        torch.cuda.synchronize()
+    if len(codes) != 1:
+        raise RuntimeError(f"torch.compile made {len(codes)} graphs of the Model (a graph break): one is needed")
+    code = codes[0]
+    module = next((m for m in reversed(PyCodeCache.modules) if _source(m) == code), None)
+    if module is None:
+        raise RuntimeError("Inductor's output module was not found among the loaded ones")
+    kernels: dict[str, KernelLaunch] = {}
+    for name, obj in vars(module).items():
+        if not isinstance(obj, CachingAutotuner):
+            continue
+        if len(obj.launchers) != 1:
+            raise RuntimeError(f"{name}: {len(obj.launchers)} launchers after a run (autotuning did not settle)")
+        cfg = obj.launchers[0].config
+        grid = GridExpr.from_meta(obj.inductor_meta, cfg)
+        kernels[name] = KernelLaunch(
+            config={k: int(v) for k, v in cfg.kwargs.items()}, num_warps=cfg.num_warps, num_stages=cfg.num_stages,
+            grid_prefix=list(grid.prefix), grid=[str(grid.x_grid), str(grid.y_grid), str(grid.z_grid)],
+            arg_names=list(obj.fn.arg_names), grid_type=str(obj.inductor_meta.get("grid_type")))
+    return Capture(torch_version=torch.__version__, triton_version=triton.__version__, dynamic=dynamic,
+                   gpu=torch.cuda.get_device_name(), code=code, kernels=kernels)
+
+
+def _source(module: Any) -> str | None:
+    try:
+        with open(module.__file__) as f:
+            return f.read()
+    except (OSError, AttributeError, TypeError):
+        return None
