@@ -48,6 +48,6 @@ print({k: t[k] for k in ('device_ms', 'latency_ms', 'launches', 'device_speedup_
 for f in $(find $R/profiles -name '*.ncu-rep' | head -20); do cp $f $W/; done
 for f in $W/*.ncu-rep; do echo "-- $f"; python -m agent ncu $f --format diagnosis 2>&1 | head -8; done
 echo "== planted"
-OUT=$W bash bench/diag/record_planted.sh > $W/record_planted.log 2>&1; echo "record rc=$?"; tail -9 $W/record_planted.log
+[ -n "${SKIP_PLANTED:-}" ] || OUT=$W bash bench/diag/record_planted.sh > $W/record_planted.log 2>&1; echo "record rc=$?"; tail -9 $W/record_planted.log
 for f in $W/planted_*.ncu-rep; do echo "-- $f"; python -m agent ncu $f --format diagnosis 2>&1 | grep "│ [a-z]" | cut -c1-150 | head -6; done
 tar czf $OUT/goal.tar.gz -C $W . && ls -la $OUT

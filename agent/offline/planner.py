@@ -34,9 +34,9 @@ ANCHORS: dict[str, dict[str, int]] = {
     "split": {"block": 2048, "warps": 4, "stages": 2, "split": 4},
     "atomic": {"block": 2048, "warps": 4, "stages": 2, "split": 4},
     "persistent": {"block": 4096, "warps": 8, "stages": 2, "split": 4},
-    # 8 x 128 tiles, 4 warps, 3 stages: the fastest of 48 configurations on an H100 (35.3 us for gap44; rows per
-    # tile 4-32 within 3 %; 8 warps or planes split over programs 25-200 % slower: bench/diag/launch_cost.py)
-    "algebraic": {"block": 8, "warps": 4, "stages": 3, "split": 128},
+    # 4 x 128 tiles, 2 warps: the fastest of 24 configurations on an H100 (gap44: 31.7 us; 4 warps 36 us, 8 warps
+    # 44-55 us: fewer, wider programs leave SMs short of loads in flight; bench/results/gap44_goal_h100)
+    "algebraic": {"block": 4, "warps": 2, "stages": 1, "split": 128},
 }
 
 

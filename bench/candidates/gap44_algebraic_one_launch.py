@@ -98,7 +98,7 @@ def convt_gap_plan(x, conv):
                   HAS_BIAS=conv.bias is not None)
     part = torch.empty(N * Cin * Cout, device=x.device, dtype=torch.float32)
     tickets = torch.zeros(N, device=x.device, dtype=torch.int32)
-    return [(N * Cin,), consts, dict(num_warps=4, num_stages=3), part, tickets, None]
+    return [(N * Cin, 1, 1), consts, dict(num_warps=4, num_stages=3), part, tickets, None]
 
 
 def convt_gap(x, conv, plans, s0):
