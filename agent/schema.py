@@ -39,6 +39,8 @@ class GPUSpec(Model):
     compute_capability: str
     sms: int
     memory_bandwidth_gbs: Number
+    fp32_tflops: Number = Field(description="plain FP32 (non-tensor) peak at boost clock: the roofline's compute ceiling "
+                                            "where a report lacks ncu's own (not shown in the prompt)")
     tf32_tflops: Number
     bf16_tflops: Number
     fp16_tflops: Number

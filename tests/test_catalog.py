@@ -28,6 +28,8 @@ def test_datasheet_numbers_of_the_datacenter_gpus():
     h100, h200, a100 = resolve_gpu("h100"), resolve_gpu("h200"), resolve_gpu("a100")
     assert (h100.sms, h100.memory_bandwidth_gbs, h100.bf16_tflops, h100.smem_per_block_kb, h100.l2_mb) == (132, 3350, 989.4, 227, 50)
     assert (h200.sms, h200.memory_bandwidth_gbs) == (132, 4800)
+    # plain FP32 (non-tensor): 132 SMs x 128 lanes x 2 FLOP x 1.98 GHz boost = 66.9 on the H100 and H200 SXM
+    assert (h100.fp32_tflops, h200.fp32_tflops, a100.fp32_tflops, resolve_gpu("4090").fp32_tflops) == (67, 67, 19.5, 82.6)
     assert (a100.sms, a100.memory_bandwidth_gbs, a100.tf32_tflops, a100.smem_per_sm_kb, a100.l2_mb) == (108, 2039, 156, 164, 40)
 
 
@@ -35,7 +37,7 @@ def test_every_entry_is_internally_consistent():
     for g in load_catalog():
         assert g.max_warps_per_sm * g.warp_size == g.max_threads_per_sm, g.key
         assert g.smem_per_block_kb <= g.smem_per_sm_kb, g.key
-        assert g.bf16_tflops >= g.tf32_tflops, g.key
+        assert g.bf16_tflops >= g.tf32_tflops >= g.fp32_tflops, g.key  # tensor cores never slower than CUDA cores
 
 
 @pytest.mark.parametrize("name,key", [
@@ -96,6 +98,7 @@ architecture = "A"
 compute_capability = "9.0"
 sms = 1
 memory_bandwidth_gbs = 1
+fp32_tflops = 1
 tf32_tflops = 1
 bf16_tflops = 1
 fp16_tflops = 1

@@ -99,9 +99,11 @@ def test_render_adds_a_diagnosis_block_from_the_metrics_unless_it_is_off(tmp_pat
     assert block[1].startswith("- grid 32 programs on 128 SMs: 96 SMs (75 %) idle [")
     assert "[DIAGNOSIS]" not in agent(*args, "--diagnosis", "off").stdout.decode()
     report = REPO.parent / "shared" / "fixtures" / "ncu" / "seed_h100_full.ncu-rep"
-    if report.exists():
+    if report.exists():  # read as the loop's profiler reads it: the diagnosis's counters too (limits, stalls)
         out = agent("render", "--gpu", "4090", "--metrics", str(report)).stdout.decode()
-        assert "- grid 32 programs on 132 SMs: 100 SMs (76 %) idle" in out and "ncu's estimate" in out
+        block = out.split("[DIAGNOSIS]\n", 1)[1].split("\n\n**Task**", 1)[0].splitlines()[1:]
+        assert len(block) == 4 and block[0].startswith("- grid 32 programs on 132 SMs: 100 SMs (76 %) idle")
+        assert "registers limit it (255 per thread" in block[2] and "long_scoreboard" in block[3]
 
 
 def test_render_defaults_to_the_starting_kernel_and_takes_feedback(tmp_path):

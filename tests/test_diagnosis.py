@@ -184,3 +184,150 @@ def test_cli_prints_a_saved_reports_findings_without_a_gpu():
                        env={**__import__("os").environ, "COLUMNS": "200"})
     assert p.returncode == 0, p.stderr
     assert "small-grid" in p.stdout and "grid 32 programs on 132 SMs" in p.stdout and "H100" in p.stdout
+    assert "memory-bound" in p.stdout and "registers limit it" in p.stdout  # the roofline, the occupancy's limiter
+
+
+# ---------------------------------------------------------------- the roofline, L2, and what limits occupancy
+
+SEED_FULL = "seed_h100_full.ncu-rep"
+H100_CLOCK = 1.59e9  # ncu's base SM clock on an H100 (its default --clock-control base)
+
+
+def roofline_counters(*, seconds: float, fp32_per_cycle: dict[str, float], read: float, write: float = 0.0,
+                      peaks: bool = True) -> dict[str, float]:
+    """What a report holds for the roofline: per-cycle FP32 instruction rates, the clock, DRAM bytes, and (with
+    `peaks`) ncu's per-cycle peaks of an H100 (132 SMs x 128 FMA lanes; 1280 DRAM bytes a cycle at 2.619 GHz)."""
+    m = {f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed": fp32_per_cycle.get(op, 0.0)
+         for op in ("fadd", "fmul", "ffma")}
+    m |= {"smsp__cycles_elapsed.avg.per_second": H100_CLOCK, "dram__bytes_read.sum": read,
+          "dram__bytes_write.sum": write, DURATION: seconds * 1e9}
+    if peaks:
+        m |= {"sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained": 16896.0,
+              "dram__bytes.sum.peak_sustained": 1280.0, "dram__cycles_elapsed.avg.per_second": 2.619e9}
+    return m
+
+
+def by_kind(profile: Profile) -> dict:
+    return {f.kind: f for f in diagnose(DiagnosisInput(profile=profile, gpu=H100))}
+
+
+def test_the_seeds_kernel_is_memory_bound_far_under_its_roof_by_ncus_own_counters():
+    """Hand computation from the full set's raw counters (printed with ncu_report): 680,032 ns; DRAM 537,029,120 B
+    read + 3,386,880 B written; per elapsed cycle 125.601 FADD + 0.250 FMUL + 0.492 HFMA2 (4 FLOPs each) thread
+    instructions at an SM clock of 1.590 GHz; peaks 16,896 FFMA a cycle and 1,280 DRAM bytes a cycle at 2.619 GHz."""
+    clock, dram_clock, seconds, dram_bytes = 1590003852.75987, 2618916756.858501, 680032e-9, 537029120 + 3386880
+    flops = (125.60142094337729 + 0.2500209247877579 + 4 * 0.49246545791528074) * clock * seconds
+    peak_flops, peak_bytes = 16896 * 2 * clock, 1280 * dram_clock
+    findings = diagnose(DiagnosisInput(profile=seed(SEED_FULL), gpu=H100))
+    [f] = [f for f in findings if f.kind in ("memory-bound", "compute-bound")]
+    assert f.kind == "memory-bound" and f.remedy == "more-bytes-in-flight"
+    assert f.figures["flop_per_byte"] == pytest.approx(flops / dram_bytes, abs=1e-4) == pytest.approx(0.2557, abs=1e-4)
+    assert f.figures["ridge_flop_per_byte"] == pytest.approx(peak_flops / peak_bytes, abs=0.01) == 16.03
+    assert f.figures["gbs"] == pytest.approx(dram_bytes / seconds / 1e9, abs=0.1) == 794.7
+    assert f.figures["gflops"] == pytest.approx(flops / seconds / 1e9, abs=0.1)
+    assert f.figures["roof_us"] == pytest.approx(dram_bytes / peak_bytes * 1e6, abs=0.1) == 161.2
+    assert f.gain_pct == pytest.approx(100 * (1 - dram_bytes / peak_bytes / seconds), abs=0.1) == 76.3
+    assert f.evidence.startswith("memory-bound: 0.256 FLOP per DRAM byte, under the ridge of 16.0 (FP32 53.7 TFLOP/s "
+                                 "over 3,352 GB/s); 795 of 3,352 GB/s (24 %), 203 of 53,729 GFLOP/s (0.4 %); its "
+                                 "bytes at peak bandwidth take 161 µs, it took 680 µs")
+    # the roof bounds what every cause together can gain: after the causes, before ncu's rules, whatever its gain
+    kinds_in_order = [x.kind for x in findings]
+    assert kinds_in_order.index("memory-bound") == len([x for x in findings if x.source == "agent"]) - 1
+    assert findings[0].kind == "small-grid"
+
+
+@pytest.mark.parametrize("report", [SEED_FULL, "seed_h100_metrics.ncu-rep"])
+def test_the_seeds_occupancy_is_limited_by_its_255_registers_per_thread(report):
+    """ncu's limits in programs per SM: registers 2, shared memory 4, block size 16, programs 32, barriers 32."""
+    [f] = [f for f in diagnose(DiagnosisInput(profile=seed(report), gpu=H100)) if f.kind == "low-occupancy"]
+    assert f.evidence == ("warps active 6.2 % of the slots, at most 12.5 % by its resources: registers limit it "
+                          "(255 per thread: 2 programs of 128 threads per SM)")
+    assert f.remedy == "fewer-registers" and f.direction.endswith("and enough programs to fill them")  # 1 of 2 fit
+    assert f.figures["theoretical_pct"] == 12.5 and f.figures["programs_per_sm"] == 2.0
+    assert f.figures["registers"] == 255.0 and f.figures["block"] == 128.0
+
+
+def test_low_occupancy_the_resources_allow_is_the_grids_to_fill():
+    p = planted(grid=4096, dram=40.0, warps=10.0)
+    p.kernels["k"].metrics.update({"sm__maximum_warps_per_active_cycle_pct": 100.0, "launch__block_size": 256,
+                                   "launch__occupancy_limit_registers": 8.0, "launch__occupancy_limit_shared_mem": 9.0,
+                                   "launch__occupancy_limit_warps": 8.0, "launch__occupancy_limit_blocks": 32.0,
+                                   "launch__occupancy_limit_barriers": 32.0, "launch__registers_per_thread": 32})
+    f = by_kind(p)["low-occupancy"]
+    assert f.remedy == "more-programs"
+    assert "the resources allow 100 % of the slots, 10.0 % are filled" in f.direction
+    p.kernels["k"].metrics.update({"sm__maximum_warps_per_active_cycle_pct": 18.75, "launch__shared_mem_per_block":
+                                   76 * 1024, "launch__occupancy_limit_shared_mem": 3.0})  # 3 x 8 warps of 64 slots
+    f = by_kind(p)["low-occupancy"]
+    assert "shared memory limits it (76.0 KB per program: 3 programs of 256 threads per SM)" in f.evidence
+    assert f.remedy is None and f.figures["shared_kb"] == 76.0
+
+
+def test_a_profile_without_the_occupancy_limits_keeps_the_words_it_always_had():
+    """Prompts of runs recorded before the limits were collected must re-render to the same bytes."""
+    [f] = [f for f in diagnose(DiagnosisInput(profile=planted(4096, 40.0, warps=10.0), gpu=H100))
+           if f.kind == "low-occupancy"]
+    assert f.evidence == "warps active 10.0 % of the slots (under 25 %), 256 threads per program"
+    assert f.direction == "more warps per SM: more programs, more warps per program, fewer registers"
+
+
+def test_a_compute_bound_kernel_is_called_compute_bound_with_the_distance_to_its_roof():
+    p = planted(grid=4224, dram=1.0, sm=60.0)
+    # half the FMA lanes busy for 500 µs: 26.9 TFLOP/s at the base clock, 13.4 GFLOP over 1.5 MB of DRAM traffic
+    p.kernels["k"].metrics.update(roofline_counters(seconds=500e-6, fp32_per_cycle={"ffma": 8448.0}, read=1e6,
+                                                    write=0.5e6))
+    f = by_kind(p)["compute-bound"]
+    assert f.evidence.startswith("compute-bound: 8,955 FLOP per DRAM byte, over the ridge of 16.0")
+    assert f.figures["gflops"] == pytest.approx(8448 * 2 * H100_CLOCK / 1e9, abs=0.1)
+    assert f.gain_pct == 50.0 and f.figures["roof_us"] == 250.0 and f.remedy is None
+    # the peak is the one at the clock it ran at: the datasheet's 67 TFLOP/s at boost would call a kernel at its
+    # base-clock peak 20 % short of it
+    p.kernels["k"].metrics.update(roofline_counters(seconds=500e-6, fp32_per_cycle={"ffma": 16000.0}, read=1e6))
+    at_roof = by_kind(p)["compute-bound"]
+    assert at_roof.gain_pct is None and at_roof.direction.startswith("at the compute roof")
+    older = planted(grid=4224, dram=1.0, sm=60.0)  # a report without ncu's peaks: the catalog's, 67 TFLOP/s, 3350 GB/s
+    older.kernels["k"].metrics.update(roofline_counters(seconds=500e-6, fp32_per_cycle={"ffma": 16000.0}, read=1e6,
+                                                        peaks=False))
+    datasheet = by_kind(older)["compute-bound"]
+    assert datasheet.figures["ridge_flop_per_byte"] == 20.0 and datasheet.gain_pct == 24.1
+
+
+def test_a_healthy_memory_bound_kernel_with_the_roofline_counters_raises_no_alarm():
+    """The memory-fusion best as the profiler now records it (its DRAM traffic and one FADD per element added to the
+    H100 report): the roofline says memory-bound at the roof, with no gain, after the at-peak finding; L2 busy
+    alongside a DRAM at peak is not a finding."""
+    profile = read_report(BEST, [*stage_metric_set(get_stage("memory-fusion")), *DIAGNOSIS_METRICS])
+    k = profile.kernels["gap_row_kernel"]
+    seconds = float(k.metrics[DURATION]) * 1e-9
+    moved = float(k.metrics[DRAM]) / 100 * 1280 * 2.619e9 * seconds
+    k.metrics.update(roofline_counters(seconds=seconds, fp32_per_cycle={"fadd": moved / 4 / H100_CLOCK / seconds},
+                                       read=moved) | {"lts__throughput.avg.pct_of_peak_sustained_elapsed": 92.0})
+    found = diagnose(DiagnosisInput(profile=profile, gpu=H100))
+    assert [f.kind for f in found] == ["at-dram-peak", "memory-bound"]
+    assert found[1].gain_pct is None and found[1].remedy == "fewer-bytes"
+    assert found[1].direction.startswith("at the memory roof") and found[1].figures["flop_per_byte"] == 0.25
+
+
+def test_l2_as_the_busiest_unit_is_a_working_set_re_read_through_l2():
+    p = planted(grid=4224, dram=15.0, sm=30.0)
+    p.kernels["k"].metrics["lts__throughput.avg.pct_of_peak_sustained_elapsed"] = 90.0
+    found = by_kind(p)
+    f = found["l2-bound"]
+    assert f.evidence.startswith("L2 at 90.0 % of its peak, the busiest unit (DRAM 15 %, SM 30 %)")
+    assert f.gain_pct == 66.7 and f.figures == {"l2_pct": 90.0, "dram_pct": 15.0, "sm_pct": 30.0}
+    p.kernels["k"].metrics[SM] = 10.0  # DRAM above the SMs: still no "too few loads in flight", they hit L2
+    assert "low-dram" not in by_kind(p) and "l2-bound" in by_kind(p)
+    p.kernels["k"].metrics["lts__throughput.avg.pct_of_peak_sustained_elapsed"] = 65.0  # well used, not at its roof
+    assert by_kind(p)["l2-bound"].gain_pct is None
+    p.kernels["k"].metrics["lts__throughput.avg.pct_of_peak_sustained_elapsed"] = 28.0  # the seed's: nothing
+    assert "l2-bound" not in by_kind(p)
+
+
+@pytest.mark.parametrize("report", ["seed_h100_metrics.ncu-rep", "memory_fusion_best_h100.ncu-rep",
+                                    "planted_strided.ncu-rep", "planted_tail.ncu-rep"])
+def test_a_report_without_the_roofline_counters_yields_no_roofline_and_no_l2_finding(report):
+    path = FIXTURES / report if (FIXTURES / report).exists() else Path(__file__).parent / "data" / "ncu" / report
+    profile = read_report(path, [*stage_metric_set(get_stage("memory-fusion")), *DIAGNOSIS_METRICS])
+    assert not {"dram__bytes_read.sum", "smsp__cycles_elapsed.avg.per_second"} <= set(
+        next(iter(profile.kernels.values())).metrics)  # what the test is about: the report really lacks them
+    assert not {"memory-bound", "compute-bound", "l2-bound"} & set(by_kind(profile))

@@ -25,7 +25,7 @@ SEED_METRICS = [  # the seed prompt's five, in its order
 ]
 STAGE = Stage(name="memory-fusion", focus="fusion", template="memory_fusion.j2", metrics=SEED_METRICS)
 H100 = GPUSpec(key="h100", name="H100", architecture="Hopper", compute_capability="9.0", sms=132,
-               memory_bandwidth_gbs=3350, tf32_tflops=494.7, bf16_tflops=989.4, fp16_tflops=989.4,
+               memory_bandwidth_gbs=3350, fp32_tflops=67, tf32_tflops=494.7, bf16_tflops=989.4, fp16_tflops=989.4,
                max_threads_per_sm=2048, max_warps_per_sm=64, smem_per_sm_kb=228, smem_per_block_kb=227, l2_mb=50)
 
 

@@ -102,6 +102,11 @@ def test_profiles_the_candidates_kernels_in_the_nvtx_range_and_saves_report_and_
     assert "--target-processes all" in opts and "--clock-control base" in opts
     metrics = argv[argv.index("--metrics") + 1].split(",")
     assert metrics[:5] == STAGE.metrics and "gpu__time_duration.sum" in metrics
+    from agent.diagnosis import DIAGNOSIS_METRICS  # what the analyzers read beyond the stage: the roofline's too
+
+    assert set(DIAGNOSIS_METRICS) <= set(metrics) and len(metrics) == len(set(metrics))
+    assert {"dram__bytes_read.sum", "launch__occupancy_limit_registers",
+            "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed"} <= set(metrics)
     app = argv[argv.index("-o") + 2:]
     assert app[1:3] == ["-m", "agent.harness.worker"]
     assert app[-1].endswith("job.json")

@@ -127,9 +127,12 @@ def _profile(path: Path, stage):  # -> agent.schema.Profile
     if not path.is_file():
         raise UserError(f"metrics file not found: {path}")
     if path.suffix == ".ncu-rep":
+        from agent.diagnosis import DIAGNOSIS_METRICS
         from agent.ncu import read_report
 
-        return read_report(path, stage.metrics)
+        # as the loop's profiler reads it: the stage's metrics for the metrics block (render keeps only those), and
+        # what the diagnosis reads beyond them for the [DIAGNOSIS] block
+        return read_report(path, [*stage.metrics, *(m for m in DIAGNOSIS_METRICS if m not in stage.metrics)])
     table = load_metrics_json(path)
     return Profile(kernels={k: KernelProfile(name=k, metrics=dict(m)) for k, m in table.items()})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.diagnosis import access, balance, grid, host, memory, occupancy, rules, spills, stalls
+from agent.diagnosis import access, balance, grid, host, memory, occupancy, roofline, rules, spills, stalls
 from agent.diagnosis.model import DiagnosisInput, Finding
 from agent.schema import Profile, Timing
 
@@ -18,20 +18,25 @@ ANALYZERS: dict[str, Callable[[DiagnosisInput], list[Finding]]] = {
     "stalls": stalls.analyze,
     "spills": spills.analyze,
     "access": access.analyze,
+    "roofline": roofline.analyze,
     "rules": rules.analyze,
 }
 
 
 EXPLAINS_IMBALANCE = ("small-grid", "tail")
+# Where a kernel sits on the roofline bounds what all the causes together can gain; it names none of them, so it comes
+# after every cause the agent found (and before ncu's rules), whatever its gain.
+BOUNDS = ("memory-bound", "compute-bound")
 
 
 def diagnose(d: DiagnosisInput, limit: int | None = None) -> list[Finding]:
-    """All findings, most valuable first (agent findings by estimated gain, then ncu's), at most `limit`."""
+    """All findings, most valuable first (the agent's causes by estimated gain, then its roofline bounds, then ncu's),
+    at most `limit`."""
     found = [f for analyze in ANALYZERS.values() for f in analyze(d)]
     # a measured effect whose cause another finding names is shown once, as the cause (uneven SMs from a small grid)
     explained = {f.kernel for f in found if f.kind in EXPLAINS_IMBALANCE}
     found = [f for f in found if not (f.kind == "imbalance" and f.kernel in explained)]
-    found.sort(key=lambda f: (f.source != "agent", -(f.gain_pct or 0.0)))
+    found.sort(key=lambda f: (f.source != "agent", f.kind in BOUNDS, -(f.gain_pct or 0.0)))
     return found[:limit] if limit is not None else found
 
 

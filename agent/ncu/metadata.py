@@ -38,6 +38,7 @@ class Thresholds(BaseModel):
     bound_pct: float
     low_warps_pct: float
     near_peak_dram_pct: float
+    near_roof_pct: float
     host_factor: float
     host_gap_us: float
     same_pct: float
