@@ -4,27 +4,46 @@ kernel's own arguments. Needs CUDA (Inductor writes Triton only for GPUs); agent
 returns into a self-contained answer on any machine.
 
 Compiled with dynamic shapes, so the code takes its sizes from its inputs: the harness checks an answer at several
-sizes, and static code would only hold at the one it was compiled for.
+sizes, and static code would only hold at the one it was compiled for. Three of dynamo's defaults are turned off for
+that: duck sizing (two dimensions equal at capture, 128 x 128, would share one symbol and the code would assume
+height == width everywhere), static parameter shapes (the harness's sizes resize the layers too) and lifting Python
+floats to graph inputs (a module's constant multiplier is a constant of the code).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agent.inductor.model import Capture, KernelLaunch
+from agent.inductor.model import Capture, GraphInput, KernelLaunch
 
 
 def capture(model: Any, inputs: list[Any], dynamic: bool = True) -> Capture:
     """Compile `model` with Inductor, run it once on `inputs` (autotuning happens there) and read back what ran."""
     import torch
+    import torch._dynamo.config as dynamo_config
+    import torch.fx.experimental._config as fx_config
     import triton
     from torch._inductor.codecache import PyCodeCache
+    from torch._inductor.compile_fx import compile_fx
     from torch._inductor.runtime.triton_heuristics import CachingAutotuner, GridExpr
     from torch._inductor.utils import run_and_get_code
 
-    compiled = torch.compile(model, dynamic=dynamic)
+    graph_inputs: list[GraphInput] = []
+
+    def inductor(gm: Any, example_inputs: list[Any]) -> Any:
+        graph_inputs.clear()
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                graph_inputs.append(_graph_input(node))
+        return compile_fx(gm, example_inputs)
+
     with torch.no_grad():
-        _, codes = run_and_get_code(compiled, *inputs)
+        eager = model(*inputs)
+    settings: dict[str, Any] = {"specialize_float": True, "force_parameter_static_shapes": False,
+                                "force_nn_module_property_static_shapes": False}
+    dims = {"use_duck_shape": False}
+    with dynamo_config.patch(settings), fx_config.patch(dims), torch.no_grad():  # type: ignore[attr-defined]
+        _, codes = run_and_get_code(torch.compile(model, backend=inductor, dynamic=dynamic), *inputs)
         torch.cuda.synchronize()
     if len(codes) != 1:
         raise RuntimeError(f"torch.compile made {len(codes)} graphs of the Model (a graph break): one is needed")
@@ -45,7 +64,25 @@ def capture(model: Any, inputs: list[Any], dynamic: bool = True) -> Capture:
             grid_prefix=list(grid.prefix), grid=[str(grid.x_grid), str(grid.y_grid), str(grid.z_grid)],
             arg_names=list(obj.fn.arg_names), grid_type=str(obj.inductor_meta.get("grid_type")))
     return Capture(torch_version=torch.__version__, triton_version=triton.__version__, dynamic=dynamic,
-                   gpu=torch.cuda.get_device_name(), code=code, kernels=kernels)
+                   gpu=torch.cuda.get_device_name(), code=code, kernels=kernels, inputs=graph_inputs,
+                   returns="tensor" if isinstance(eager, torch.Tensor) else "tuple")
+
+
+def _graph_input(node: Any) -> GraphInput:
+    import torch
+
+    arg = node.meta.get("grapharg")
+    source = getattr(arg, "source", None)
+    name = getattr(source, "name", None)  # a method in torch 2.11, a property in later releases
+    source = str(name() if callable(name) else name) if name is not None else None
+    value = node.meta.get("example_value")
+    if isinstance(value, torch.Tensor):
+        return GraphInput(name=node.name, source=source, kind="tensor", shape=[str(s) for s in value.shape])
+    if isinstance(value, (int, torch.SymInt)):
+        return GraphInput(name=node.name, source=source, kind="int")
+    if isinstance(value, (float, torch.SymFloat)):
+        return GraphInput(name=node.name, source=source, kind="float")
+    return GraphInput(name=node.name, source=source, kind="other")
 
 
 def _source(module: Any) -> str | None:

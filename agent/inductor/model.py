@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from agent.schema import Model
@@ -19,6 +21,16 @@ class KernelLaunch(Model):
     grid_type: str = ""
 
 
+class GraphInput(Model):
+    """One input of the compiled graph (the output code's argN_1, in order) and where dynamo took it from."""
+
+    name: str = Field(description="dynamo's placeholder name")
+    source: str | None = Field(description="dynamo's source, e.g. L['self']._modules['conv']._parameters['weight'], "
+                                           "L['x'], L['x'].size()[0]")
+    kind: Literal["tensor", "int", "float", "other"]
+    shape: list[str] = Field(default_factory=list, description="a tensor's sizes, symbolic where dynamic")
+
+
 class Capture(Model):
     """Inductor's output code for one Model and the launches it chose."""
 
@@ -28,3 +40,5 @@ class Capture(Model):
     dynamic: bool
     code: str = Field(description="the output code module, as Inductor wrote it")
     kernels: dict[str, KernelLaunch]
+    inputs: list[GraphInput] = Field(default_factory=list, description="the graph's inputs, in the code's order")
+    returns: Literal["tensor", "tuple"] = Field(default="tensor", description="what the Model's forward returns")

@@ -1,6 +1,10 @@
 """Record what torch.compile generates for problems on this GPU (agent.inductor.capture), as JSON fixtures for the
-translator's tests: python bench/diag/capture_inductor.py OUT_DIR [PROBLEM ...] (built-in names or paths; default:
-every built-in problem and every file in agent/data/kernelbench/)."""
+translator's tests: one static capture per size set of the problem (its GPU sizes and its CPU sizes, so that the
+translated answer can be judged on the CPU too), and with --dynamic one dynamic capture at the timed size.
+
+    python bench/diag/capture_inductor.py OUT_DIR [--dynamic] [PROBLEM ...]
+
+PROBLEM: built-in names or paths; default: every built-in problem and every file in agent/data/kernelbench/."""
 
 from __future__ import annotations
 
@@ -17,7 +21,7 @@ from agent.inductor.capture import capture  # noqa: E402
 from agent.problems import list_problems, load_module, load_problem  # noqa: E402
 
 
-def main(out: Path, names: list[str]) -> None:
+def main(out: Path, names: list[str], dynamic: bool) -> None:
     import torch
 
     out.mkdir(parents=True, exist_ok=True)
@@ -26,16 +30,22 @@ def main(out: Path, names: list[str]) -> None:
     for name in names:
         problem = load_problem(name)
         t0 = time.time()
-        try:
-            module = load_module(problem.path, problem.sizes[0].overrides)
-            model = build(module, module.Model, 0, "cuda")
-            inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
-            cap = capture(model, inputs)
-            (out / f"inductor_{problem.name}.json").write_text(cap.model_dump_json(indent=1))
-            print(f"{problem.name}: {len(cap.kernels)} kernels {sorted(cap.kernels)} in {time.time() - t0:.1f} s")
-        except Exception:
-            print(f"{problem.name}: FAILED\n{traceback.format_exc()[-1500:]}")
+        runs = [(size, False) for size in [*problem.sizes, *problem.cpu_sizes]]
+        runs += [(problem.sizes[0], True)] if dynamic else []
+        for size, dyn in runs:
+            label = f"{size.label}{'_dynamic' if dyn else ''}"
+            try:
+                module = load_module(problem.path, size.overrides)
+                model = build(module, module.Model, 0, "cuda")
+                inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+                cap = capture(model, inputs, dynamic=dyn)
+                (out / f"inductor_{problem.name}_{label}.json").write_text(cap.model_dump_json(indent=1))
+                print(f"{problem.name} {label}: {len(cap.kernels)} kernels {sorted(cap.kernels)}, "
+                      f"{len(cap.inputs)} inputs, {time.time() - t0:.1f} s")
+            except Exception:
+                print(f"{problem.name} {label}: FAILED\n{traceback.format_exc()[-1500:]}")
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), sys.argv[2:])
+    args = sys.argv[2:]
+    main(Path(sys.argv[1]), [a for a in args if a != "--dynamic"], "--dynamic" in args)

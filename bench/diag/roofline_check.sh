@@ -6,11 +6,12 @@
 # 3. the memory-fusion best as the loop now profiles it must raise no alarm (at-dram-peak, then memory-bound, no gain).
 set -u
 export PYTHONPATH=/opt/site:$PWD PYTHONUNBUFFERED=1 COLUMNS=200 NO_COLOR=1
+FINAL=$OUT; OUT=/opt/roofline_out; rm -rf $OUT; mkdir -p $OUT  # the device returns 8 files: one tarball at the end
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 
 echo "== 1. planted kernels with the new counters"
-PLANTED="tail strided" bash bench/diag/record_planted.sh 2>&1 | grep -E "ERROR|Failed|WARN" | head -5
-for n in tail strided; do
+OUT=$OUT bash bench/diag/record_planted.sh 2>&1 | grep -E "ERROR|Failed|WARN" | head -5
+for n in tail strided spill conflict conflict_free healthy; do
   echo "-- planted_$n"; python -m agent ncu $OUT/planted_$n.ncu-rep --format diagnosis | grep -E '^│ [a-z]' | cut -c1-200
   python - $OUT/planted_$n.ncu-rep <<'EOF'
 import sys
@@ -36,7 +37,7 @@ print("NEW=" + ",".join(full))
 EOF
 . /tmp/lists.sh
 python bench/diag/planted_kernels.py tail  # compile outside ncu
-for i in 1 2 3; do
+for i in 1; do
   for which in OLD NEW; do
     s=$(date +%s.%N)
     $NCU --nvtx --nvtx-include "planted/" --kernel-name "regex:^tail_kernel$" --metrics "${!which}" \
@@ -55,3 +56,4 @@ for f in $R/profiles/$RUN/*.ncu-rep; do
   echo "-- $f"; python -m agent ncu $f --format diagnosis | grep -E '^│ [a-z]' | cut -c1-200; cp $f $OUT/
 done
 ls -la $OUT
+tar czf $FINAL/roofline.tar.gz -C $OUT .
