@@ -352,3 +352,19 @@ def test_a_host_bound_finding_puts_one_launch_per_call_first():
     assert answers and not any("partial sums + a combine kernel" in a.text for a in answers[:3])
     plain = ask(OfflineProposer(GAP44, H100), state("memory-fusion", "", seed_profile(), []), 6)
     assert any("partial sums + a combine kernel" in a.text for a in plain[:3])  # without it, split comes early
+
+
+def test_an_uncoalesced_load_finding_puts_the_flat_contiguous_row_kernel_first():
+    """The planted strided kernel's report (4 of 32 bytes used per sector, recorded on an H100) as the best's profile:
+    the first proposal is the row kernel, and it says why."""
+    from agent.diagnosis import DIAGNOSIS_METRICS
+    from agent.ncu import read_report, stage_metric_set
+    from agent.offline import OfflineProposer
+    from agent.stages import get_stage
+
+    strided = read_report(Path(__file__).parent / "data" / "ncu" / "planted_strided.ncu-rep",
+                          [*stage_metric_set(get_stage("memory-fusion")), *DIAGNOSIS_METRICS])
+    first = ask(OfflineProposer(GAP44, H100), state("memory-fusion", "", strided, []), 1)[0].text
+    assert "uncoalesced loads: one program per (n, c) row" in first, first[:200]
+    plain = ask(OfflineProposer(GAP44, H100), state("memory-fusion", "", seed_profile(), []), 1)[0].text
+    assert "uncoalesced" not in plain  # the seed's findings are a small grid, not wasted sectors

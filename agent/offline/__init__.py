@@ -174,6 +174,8 @@ class OfflineProposer:
         small = bool(found & {"small-grid", "tail"})
         starved = "low-occupancy" in found
         near_peak = "at-dram-peak" in found
+        # loads that waste most of each sector: the flat row kernel (neighbouring threads, neighbouring addresses)
+        contiguous = any(f.remedy == "contiguous-loads" for f in self._findings)
         families = self._families(plan)
         # host-bound (the two clocks): one launch per call first; a split reduction's combine kernel goes last
         one_launch = any(f.remedy == "fewer-launches" for f in self._findings)
@@ -184,6 +186,7 @@ class OfflineProposer:
         def reason(v: Variant) -> str:
             if v.family == "row":
                 what = f"one program per (n, c) row ({rows} programs), flat contiguous loads, no div/mod"
+                what = f"uncoalesced loads: {what}" if contiguous else what
             elif v.family in ("split", "atomic"):
                 how = "partial sums + a combine kernel" if v.family == "split" else \
                     "tl.atomic_add into a zeroed fp32 output (no tl.store)"
@@ -194,7 +197,7 @@ class OfflineProposer:
                 what = v.family
             return f"{figures}: {what} ({v.params()})"
 
-        tuning = near_peak or self._stage == "tuning" or not (small or starved)
+        tuning = near_peak or self._stage == "tuning" or not (small or starved or contiguous)
         if current is not None and current.family in families and tuning:
             # Our own kernel, bandwidth-bound (or no profile): meta-parameter search around it, then other layouts.
             why = "near DRAM peak" if near_peak else "tuning stage" if self._stage == "tuning" else "grid and warps fine"
@@ -208,6 +211,8 @@ class OfflineProposer:
                                   else ["split", "atomic", "persistent", "row"])
         if one_launch:
             order_of = [f for f in order_of if f != "split"] + ["split"]
+        if contiguous:
+            order_of = ["row", *(f for f in order_of if f != "row")]
         primary = sorted([f for f in order_of if f in families], key=self._broken)
         anchors = {f: Variant(family=f, **{**ANCHORS[f], **({"split": split_s} if f in ("split", "atomic") else {})})
                    for f in primary}
