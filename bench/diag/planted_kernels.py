@@ -7,7 +7,7 @@ strided  every thread loads x[8 i]: 4 of each 32-byte sector used (an uncoalesce
 tail     a compute-bound grid of one full wave and 20 programs more (on an H100: 132 SMs x 16 programs, + 20)
 spill    one warp holding a 64 x 256 fp32 tile live across a reduction: 512 values per thread, past 255 registers
 conflict every thread of a warp stores and loads shared memory at tid * 128 bytes: all 32 in one bank (PTX, loaded
-         by the driver: Triton swizzles its own shared layouts, and the GPU hosts have no nvcc)
+         by the driver: Triton swizzles its own shared layouts; PTX needs no build step)
 conflict_free  the same at tid * 4 bytes: no conflict (the no-false-alarm twin)
 healthy  a plain row sum over contiguous 16 K-element rows, 8192 of them: memory-bound at DRAM peak, nothing to fix
 """
