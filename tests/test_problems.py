@@ -182,3 +182,243 @@ def test_a_file_with_no_size_globals_is_validated_at_its_own_sizes(tmp_path):
                     "def get_inputs():\n    return [torch.rand(4, 4)]\ndef get_init_inputs():\n    return []\n")
     sizes = derive_sizes(load_module(path))
     assert [s.overrides for s in sizes["sizes"] + sizes["cpu_sizes"]] == [{}, {}]
+
+
+# ---------------------------------------------------------------- overrides: every global computed from a size follows
+
+FORMS = '''
+import torch
+
+batch_size: int = 16
+height = width = 64
+D, H, W = 8, 16, 32
+out_channels = 24
+bias_shape = (out_channels, 1, 1)
+hidden = 4 * out_channels
+plane = (H, W)
+scale = -0.5
+
+
+class Model(torch.nn.Module):
+    pass
+
+
+def get_inputs():
+    return [torch.rand(batch_size, out_channels, height, width)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_a_global_computed_from_a_size_follows_its_override(tmp_path):
+    """The reference of KernelBench 42 failed at its derived size: bias_shape kept 128 channels when out_channels was
+    127, because the override was set after the file had computed bias_shape."""
+    path = tmp_path / "forms.py"
+    path.write_text(FORMS)
+    m = load_module(path, {"out_channels": 7, "H": 5})
+    assert (m.out_channels, m.bias_shape, m.hidden) == (7, (7, 1, 1), 28)
+    assert (m.D, m.H, m.W, m.plane) == (8, 5, 32, (5, 32))
+
+
+def test_annotated_chained_and_unpacked_size_globals_are_overridden_one_name_at_a_time(tmp_path):
+    path = tmp_path / "forms.py"
+    path.write_text(FORMS)
+    m = load_module(path, {"batch_size": 3, "width": 9, "W": 11, "scale": 2.0})
+    assert (m.batch_size, m.height, m.width, m.D, m.H, m.W, m.scale) == (3, 64, 9, 8, 16, 11, 2.0)
+    assert m.get_inputs()[0].shape == (3, 24, 64, 9)
+    assert load_module(path).scale == -0.5  # a negative literal is a number too
+
+
+@pytest.mark.parametrize("source, name, why", [
+    (FORMS, "hidden", r"'hidden' is not a size global .*it is `hidden = 4 \* out_channels`; override the sizes it is "
+                      r"computed from"),
+    (FORMS + "\nheight += 1\n", "height", "'height' is not a size global .*bound 2 times"),
+    (FORMS + "\ndef grow():\n    global width\n    width = 128\n", "width",
+     "'width' is not a size global .*bound 2 times"),
+    (FORMS + "\nif True:\n    depth = 4\n", "depth",
+     r"'depth' is not a size global .*bound by if `if True: depth = 4`"),
+    (FORMS, "torch", "'torch' is not a size global .*bound by import `import torch`"),
+    (FORMS, "bias_shape", r"'bias_shape' is not a size global .*`bias_shape = \(out_channels, 1, 1\)`"),
+], ids=["computed", "bound twice", "rebound in a function", "bound in an if", "an import", "a computed tuple"])
+def test_overriding_a_name_that_is_not_a_plain_number_assignment_is_a_user_error_saying_why(tmp_path, source, name,
+                                                                                             why):
+    path = tmp_path / "forms.py"
+    path.write_text(source)
+    with pytest.raises(UserError, match=why) as e:
+        load_module(path, {name: 3})
+    assert len(str(e.value).splitlines()) == 1
+
+
+def test_derived_sizes_resize_only_number_literals_so_computed_globals_follow(tmp_path):
+    path = tmp_path / "forms.py"
+    path.write_text(FORMS)
+    sizes = derive_sizes(load_module(path))
+    for s in sizes["sizes"] + sizes["cpu_sizes"]:
+        assert "hidden" not in s.overrides and "bias_shape" not in s.overrides
+        m = load_module(path, s.overrides)
+        assert m.hidden == 4 * m.out_channels and m.bias_shape == (m.out_channels, 1, 1)
+
+
+HARD_CODED = FORMS.replace("bias_shape = (out_channels, 1, 1)", "bias_shape = (24, 1, 1)")
+
+
+def test_a_number_written_in_a_tuple_is_the_files_own_and_does_not_follow_a_size(tmp_path):
+    """Which 24 of a file is out_channels cannot be known: a literal in a tuple stays what the file says."""
+    path = tmp_path / "hard.py"
+    path.write_text(HARD_CODED)
+    assert load_module(path, {"out_channels": 7}).bias_shape == (24, 1, 1)
+
+
+# ---------------------------------------------------------------- derived sizes the reference can run at
+
+GROUPED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Conv2d -> GroupNorm -> mean"""
+
+    def __init__(self, in_channels, out_channels, num_groups):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3)
+        self.norm = nn.GroupNorm(num_groups, out_channels)
+
+    def forward(self, x):
+        return self.norm(self.conv(x)).mean(dim=(1, 2, 3))
+
+
+batch_size = 16
+in_channels = 6
+out_channels = OUT
+height = width = 64
+num_groups = GROUPS
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, num_groups]
+'''
+
+
+@pytest.mark.parametrize("out, groups, odd, cpu, cpu_odd", [(24, 8, 24, 8, 8), (48, 3, 45, 6, 3), (96, 12, 84, 12, 12)])
+def test_a_group_count_keeps_dividing_the_channels_at_every_derived_size(tmp_path, out, groups, odd, cpu, cpu_odd):
+    """An odd quotient where the count is even (24 in 8 groups stays 24: 23 has no 8 groups), an odd size where the
+    count is odd (48 in 3 groups: 45)."""
+    path = tmp_path / "grouped.py"
+    path.write_text(GROUPED.replace("OUT", str(out)).replace("GROUPS", str(groups)))
+    p = load_problem(str(path), "cpu")
+    sizes = {s.label: s.overrides for s in load_problem(str(path), "cuda").sizes + p.cpu_sizes}
+    assert list(sizes) == ["full", "odd", "cpu", "cpu-wide", "cpu-odd"]  # none skipped
+    assert (sizes["odd"]["out_channels"], sizes["cpu"]["out_channels"], sizes["cpu-odd"]["out_channels"]) == \
+        (odd, cpu, cpu_odd)
+    assert sizes["odd"]["height"] == 63 and sizes["cpu-odd"]["height"] == 7  # the plane still gets its tails
+    assert sizes["cpu-wide"]["out_channels"] % groups == 0
+    assert sizes["cpu-wide"]["out_channels"] == out or sizes["cpu-wide"]["out_channels"] > 64
+
+
+POOLED = '''
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Conv2d -> MaxPool2d with a wide window -> global average pool"""
+
+    def __init__(self, in_channels, out_channels, kernel_size, pool_kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+        self.pool = nn.MaxPool2d(pool_kernel_size)
+
+    def forward(self, x):
+        return self.pool(self.conv(x)).mean(dim=(2, 3))
+
+
+batch_size = 4
+in_channels = 3
+out_channels = 16
+height = width = 64
+kernel_size = 3
+pool_kernel_size = 12
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, pool_kernel_size]
+'''
+
+
+def _notices(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "skipped" in r.getMessage()]
+
+
+def test_a_derived_size_the_reference_cannot_run_at_is_skipped_with_a_one_line_notice(tmp_path, caplog):
+    """At the cpu sizes the 12-wide pool window is wider than the 6x6 plane the conv leaves: those sets go, the wide
+    one (66x66) stays; on the GPU both sets run. Only the device a command runs on is checked and noticed."""
+    path = tmp_path / "pooled.py"
+    path.write_text(POOLED)
+    gpu = load_problem(str(path), "cuda")
+    assert [s.label for s in gpu.sizes] == ["full", "odd"] and not _notices(caplog)
+    cpu = load_problem(str(path), "cpu")
+    assert [s.label for s in cpu.cpu_sizes] == ["cpu-wide"]
+    assert _notices(caplog) == [
+        "problem pooled: size 'cpu' (batch_size=2, in_channels=3, out_channels=8, height=8, width=8) skipped: its "
+        "reference cannot run there: RuntimeError: Given input size: (8x6x6). Calculated output size: (8x0x0). "
+        "Output size is too small",
+        "problem pooled: size 'cpu-odd' (batch_size=3, in_channels=3, out_channels=7, height=7, width=7) skipped: "
+        "its reference cannot run there: RuntimeError: Given input size: (7x5x5). Calculated output size: (7x0x0). "
+        "Output size is too small",
+    ]
+    unchecked = load_problem(str(path))  # a command that runs no reference (render, profile) checks nothing
+    assert len(unchecked.cpu_sizes) == 3 and len(_notices(caplog)) == 2
+
+
+def _hard_coded(tmp_path):
+    """A shape written as numbers (bias_shape = (128, 1, 1)): it matches no resized channel count."""
+    path = tmp_path / "hard.py"
+    path.write_text(HARD_CODED.replace("out_channels = 24", "out_channels = 128").replace("(24, 1, 1)", "(128, 1, 1)")
+                    .replace("class Model(torch.nn.Module):\n    pass", "class Model(torch.nn.Module):\n"
+                             "    def __init__(self):\n        super().__init__()\n"
+                             "        self.bias = torch.nn.Parameter(torch.zeros(bias_shape))\n\n"
+                             "    def forward(self, x):\n        return x + self.bias"))
+    return path
+
+
+def test_a_file_whose_reference_runs_at_no_cpu_size_is_a_user_error(tmp_path, caplog):
+    with pytest.raises(UserError, match="its reference runs at none of the sizes derived for CPU mode.*write it from "
+                                        r"them, e.g. bias_shape = \(out_channels, 1, 1\)"):
+        load_problem(str(_hard_coded(tmp_path)), "cpu")
+    assert [n.split("'")[1] for n in _notices(caplog)] == ["cpu", "cpu-wide", "cpu-odd"]
+    assert all("The size of tensor a" in n and "(128)" in n for n in _notices(caplog))
+
+
+def test_on_the_gpu_derived_sizes_are_tried_on_the_meta_device_and_the_files_own_always_stay(tmp_path, caplog):
+    p = load_problem(str(_hard_coded(tmp_path)), "cuda")
+    assert [s.label for s in p.sizes] == ["full"]
+    [notice] = _notices(caplog)
+    assert notice.startswith("problem hard: size 'odd' (batch_size=15, ") and "length 128" in notice
+
+
+def test_a_model_that_cannot_run_on_the_meta_device_keeps_its_gpu_sizes_unchecked(tmp_path, caplog):
+    """Reading a value (.item()) fails on the meta device at every size, the file's own included: the meta device
+    says nothing about such a file. Its CPU sets still run for real."""
+    path = tmp_path / "reads.py"
+    path.write_text(POOLED.replace("return self.pool(self.conv(x)).mean(dim=(2, 3))",
+                                   "y = self.pool(self.conv(x))\n"
+                                   "        return y.mean(dim=(2, 3)) * (y.max() > -1e9).item()"))
+    assert [s.label for s in load_problem(str(path), "cuda").sizes] == ["full", "odd"] and not _notices(caplog)
+    assert [s.label for s in load_problem(str(path), "cpu").cpu_sizes] == ["cpu-wide"] and len(_notices(caplog)) == 2
+
+
+def test_builtin_problems_are_not_checked_they_list_their_sizes(caplog):
+    for name in BUILTIN:
+        load_problem(name, "cpu")
+    assert not caplog.records

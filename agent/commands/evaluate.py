@@ -19,7 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "candidates. FILE is a raw LLM answer (markdown) or a .py file defining ModelNew; "
                                    "a DIR holds answers (*.md, *.py, *.txt). Exit 0 when all are correct, 3 if not.")
     p.add_argument("files", type=Path, nargs="+", metavar="FILE|DIR", help="answers (markdown or .py), or folders")
-    p.add_argument("--problem", default="gap44", metavar="P", help="built-in problem name or a problem .py path (default: gap44)")
+    p.add_argument("--problem", default="gap44", metavar="P",
+                   help="built-in problem, shipped KernelBench look-alike (kb_42_...) or a problem .py path "
+                        "(default: gap44)")
     p.add_argument("--stage", default="memory-fusion", metavar="S", help="stage whose rules apply (default: memory-fusion)")
     p.add_argument("--gpu", default="auto", metavar="NAME", help="target GPU label (timing always uses the local GPU)")
     p.add_argument("--device", choices=["cuda", "cpu"], default=None,
@@ -59,11 +61,12 @@ def handle(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     except (OSError, UnicodeDecodeError) as e:
         raise UserError(f"cannot read {getattr(e, 'filename', None) or 'an answer'}: {e}") from None
-    problem = load_problem(args.problem)
+    guess = args.device or _likely_device()
+    problem = load_problem(args.problem, guess)
     stage = _stage(args.stage)
     if args.timeout is not None and args.timeout <= 0:
         raise UserError("--timeout must be positive")
-    base = EvalRequest(source="", problem=problem, stage=stage, device=args.device or _likely_device(),
+    base = EvalRequest(source="", problem=problem, stage=stage, device=guess,
                        time_it=not args.no_timing, cache_dir=args.cache_dir or _cache_dir(), timeout_s=args.timeout,
                        objective=args.objective)
     # the first worker imports torch and Triton while this process does the same for the checks (harness.prewarm)
@@ -74,6 +77,8 @@ def handle(args: argparse.Namespace) -> int:
             raise UserError("--device cuda, but no CUDA device is available", hint="use --device cpu")
         from agent.wiring import local_bandwidth
 
+        if device != guess:  # a foreign file's sizes were checked for the other device
+            base = base.model_copy(update={"problem": load_problem(args.problem, device)})
         base = base.model_copy(update={"device": device, "bandwidth_gbs": local_bandwidth(device)})
         results = evaluate_many([base.model_copy(update={"source": s}) for s in sources], warm={0: warm})
     finally:

@@ -17,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Run the optimization loop for one stage (or --stage auto: walk the stage "
                                    "ladder by bottleneck). Everything is recorded under --root.")
     p.add_argument("--stage", metavar="STAGE|auto", help="stage to run, or auto (default: memory-fusion)")
-    p.add_argument("--problem", metavar="NAME|PATH", help="built-in problem or KernelBench-style file (default: gap44)")
+    p.add_argument("--problem", metavar="NAME|PATH", help="built-in problem, shipped KernelBench look-alike "
+                   "(kb_42_...) or KernelBench-style file (default: gap44)")
     p.add_argument("--gpu", metavar="auto|NAME", help="target GPU for the prompt (default: auto, detect)")
     p.add_argument("--iterations", type=int, metavar="N", help="iterations after the starting kernel (default: 5; with "
                    "--resume: raise it to go on)")
@@ -166,13 +167,14 @@ def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
             raise UserError(f"run {run_id} is still running (pid {record.pid} on {record.host})",
                             "stop it first, or wait for it to finish")
         config = _resumed_config(args, record.config)
+        problem = load_problem(config.problem, config.device)
     else:
         if args.stage != "auto":
             get_stage(args.stage)  # unknown stage: one line naming the choices
-        load_problem(args.problem)
         device: Literal["cuda", "cpu"] = args.device or (cluster_device(args.cluster) if args.cluster else default_device())
         if device == "cuda" and not args.cluster and default_device() != "cuda":
             raise UserError("--device cuda but no CUDA GPU is visible", "use --device cpu for CPU mode")
+        problem = load_problem(args.problem, device)  # once: a foreign file's sizes are checked (and noticed) here
         config = RunConfig(problem=args.problem, stage=args.stage, gpu=args.gpu, iterations=args.iterations,
                            samples=args.samples, llm=args.llm or wiring.default_llm(), model=args.model,
                            llm_timeout_s=args.llm_timeout, llm_retries=args.llm_retries,
@@ -180,7 +182,7 @@ def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
                            timeout_s=args.timeout, objective=args.objective, seed=args.seed, root=args.root,
                            diagnosis=args.diagnosis == "on")
     wiring.check_llm(config.llm, store)  # a bad --llm is one line, before any other output
-    return wiring.Assembly(config=config, problem=load_problem(config.problem), gpu=resolve_gpu(config.gpu, warn=config.device == "cuda"),
+    return wiring.Assembly(config=config, problem=problem, gpu=resolve_gpu(config.gpu, warn=config.device == "cuda"),
                            store=store, placement=placement(args.gpus, args.cluster, config.device), run_id=run_id,
                            resumed=run_id)
 
