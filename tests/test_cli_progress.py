@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pty
+import re
 import subprocess
 import sys
 import threading
@@ -74,6 +75,8 @@ def test_a_resumed_run_starts_from_its_best_and_says_resumed_only_once(tmp_path)
                                        tmp_path], env)
     assert code == 0, err
     assert "no correct kernel yet" not in screen and "best " in screen
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen)  # the footer as read, colours aside
+    assert "evaluating 1: 0 done" in plain and " · run 0:" in plain  # before: no phase and no elapsed time
     with Store(tmp_path) as store:
         reasons = [it.reason for it in store.iterations(record.id)]
     assert reasons == ["starting kernel", "resumed", "requested"]  # before: "resumed" for every later iteration

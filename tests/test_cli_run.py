@@ -302,6 +302,15 @@ def test_openai_without_a_key_is_one_line_and_records_nothing(tmp_path):
     assert not [d for d in (tmp_path / "candidates").glob("*") if d.is_dir()]
 
 
+def test_a_cpu_run_without_gpu_that_fails_says_only_its_error(tmp_path):
+    """No --gpu on a machine without CUDA: before, 'WARNING agent.catalog: no CUDA device detected ...' came first,
+    even with --device cpu, so an error was two lines (CPU above passes --gpu and never saw it)."""
+    p = agent("run", "--device", "cpu", "--llm", "openai", "--root", tmp_path, timeout=60)  # no key
+    assert p.returncode == 2
+    [line] = p.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "WARNING" not in p.stderr and "no CUDA device" not in p.stderr
+
+
 def test_an_endpoint_that_rejects_the_key_is_one_line_before_anything_runs(fake_openai, tmp_path):
     fake_openai.reject_keys = True
     t0 = time.monotonic()

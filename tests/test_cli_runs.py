@@ -37,11 +37,12 @@ def agent(*args: str, cwd: Path | None = None, columns: int = 200) -> subprocess
 
 
 def record(store: Store, run: str, iteration: int, index: int, verdict: Verdict, ms: float | None = None, *,
-           stage: str = "memory-fusion", dram: float | None = None, tokens: int = 0, code: str | None = CODE) -> str:
+           stage: str = "memory-fusion", dram: float | None = None, tokens: int = 0, code: str | None = CODE,
+           eager_ms: float = 1.76) -> str:
     timing = None
     if ms is not None:
-        timing = Timing(candidate_ms=ms, candidate_spread_pct=0.8, eager_ms=1.76, compile_ms=0.56,
-                        speedup_vs_eager=1.76 / ms, speedup_vs_compile=0.56 / ms, repeats=200, meaningful=True)
+        timing = Timing(candidate_ms=ms, candidate_spread_pct=0.8, eager_ms=eager_ms, compile_ms=0.56,
+                        speedup_vs_eager=eager_ms / ms, speedup_vs_compile=0.56 / ms, repeats=200, meaningful=True)
     profile = None
     if dram is not None:
         profile = Profile(gpu="h100", kernels={"gap_kernel": KernelProfile(
@@ -142,6 +143,38 @@ def test_leaderboard_with_no_match_is_a_friendly_line(root) -> None:
     path, _ = root
     r = agent("leaderboard", "--problem", "nothing", "--root", str(path))
     assert r.returncode == 0 and "No correct candidates for problem nothing" in r.stdout
+
+
+def test_leaderboard_ranks_by_time_not_by_a_ratio_to_a_re_timed_eager(tmp_path: Path) -> None:
+    """On the CPU eager is timed again every round: before, the 44.5 ms candidate (2.25x its round's eager) ranked
+    above the 40.2 ms one (1.99x its own)."""
+    with Store(tmp_path) as s:
+        run = s.create_run(RunConfig(problem="gap44"), gpu="h100", device="cuda")
+        s.record_iteration(run, 1, "memory-fusion", "prompt", "requested", None)
+        slow = record(s, run, 1, 1, Verdict.CORRECT, 44.5, eager_ms=100.0)
+        fast = record(s, run, 1, 2, Verdict.CORRECT, 40.2, eager_ms=80.0)
+    r = agent("leaderboard", "--json", "--root", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert [row["candidate"] for row in json.loads(r.stdout)] == [fast, slow]
+
+
+def test_on_a_tie_the_leaderboard_and_the_runs_summary_name_the_same_best_and_failures_say_why(tmp_path: Path) -> None:
+    """Before: two candidates at the same time came in the index's order, so the run summary's best and the
+    leaderboard's first row could differ; `--all` showed a failure's verdict but not why."""
+    with Store(tmp_path) as s:
+        run = s.create_run(RunConfig(problem="gap44"), gpu="h100", device="cuda")
+        s.record_iteration(run, 1, "memory-fusion", "prompt", "requested", None)
+        record(s, run, 1, 1, Verdict.CORRECT, 0.5)
+        best = record(s, run, 1, 2, Verdict.CORRECT, 0.5)
+        record(s, run, 1, 3, Verdict.INCORRECT)
+        s.set_best(run, best)
+        s.finish_run(run)
+    rows = json.loads(agent("leaderboard", "--json", "--root", str(tmp_path)).stdout)
+    assert rows[0]["candidate"] == best
+    [summary] = json.loads(agent("runs", "--json", "--root", str(tmp_path)).stdout)
+    assert summary["best_row"]["candidate"] == best
+    table = agent("leaderboard", "--all", "--root", str(tmp_path))
+    assert table.returncode == 0 and "why" in table.stdout and "line 4: output mismatch" in table.stdout
 
 
 def test_show_prints_verdict_checks_timing_metrics_and_code_and_the_prompt_and_response_when_asked(root) -> None:
@@ -274,8 +307,9 @@ def test_a_broken_run_json_hides_only_its_own_run_and_reindex_names_it(root, tmp
     assert r.returncode == 0 and "reindexed 1 runs" in r.stdout and f"{ids['run_b']}/run.json" in r.stdout, r.stdout
 
 
-def _read_only(path: Path, *args: str) -> subprocess.CompletedProcess:
-    """`agent ARGS` with `path` mounted read-only (a private mount namespace: only this command sees it so)."""
+def _read_only(path: Path, *args: str, inside: bool = False) -> subprocess.CompletedProcess:
+    """`agent ARGS` with `path` mounted read-only (a private mount namespace: only this command sees it so);
+    `inside`: run from within `path` (the store is the working directory), this checkout's agent still imported."""
     import shlex
     import shutil
 
@@ -283,8 +317,11 @@ def _read_only(path: Path, *args: str) -> subprocess.CompletedProcess:
         pytest.skip("needs root and unshare to mount a folder read-only")
     p = shlex.quote(str(path))
     cmd = (f"mount --bind {p} {p} && mount -o remount,ro,bind {p} && touch {p}/probe 2>/dev/null && exit 99; "
-           f"exec {shlex.quote(sys.executable)} -m agent {' '.join(shlex.quote(a) for a in args)}")
+           + (f"cd {p} && " if inside else "")
+           + f"exec {shlex.quote(sys.executable)} -m agent {' '.join(shlex.quote(a) for a in args)}")
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
+    if inside:
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
     r = subprocess.run(["unshare", "-m", "sh", "-c", cmd], capture_output=True, text=True, cwd=REPO, env=env,
                        timeout=60)
     if r.returncode == 99:
@@ -317,6 +354,20 @@ def test_read_only_commands_read_a_read_only_store_and_run_says_it_cannot_write_
     assert sorted(p.name for p in (path / "candidates").iterdir()) == before  # nothing was written
 
 
+def test_a_read_only_working_directory_is_read_as_the_store_when_no_root_is_given(root, tmp_path) -> None:
+    """A shared results folder one `cd`s into: before, `agent leaderboard` there was an internal error, exit 1."""
+    src, ids = root
+    path = _copy(src, tmp_path)
+    with Store(path) as s:
+        s.finish_run(ids["run_a"])
+        s.finish_run(ids["run_b"])
+    r = _read_only(path, "leaderboard", "--json", inside=True)
+    assert r.returncode == 0, r.stderr
+    assert [row["candidate"] for row in json.loads(r.stdout)] == [ids["fast"], ids["slow"], ids["other"]]
+    r = _read_only(path, "show", ids["fast"], "--json", inside=True)
+    assert r.returncode == 0 and json.loads(r.stdout)["id"] == ids["fast"], r.stderr
+
+
 def test_an_unknown_stage_filter_is_one_line_naming_the_stages(root) -> None:
     path, _ = root
     r = agent("leaderboard", "--stage", "nope", "--root", str(path))
@@ -331,7 +382,10 @@ def test_a_run_is_found_by_the_short_tag_the_tables_show(root, tmp_path) -> None
     r = agent("runs", "--json", "--root", str(path))
     assert r.returncode == 0
     r = agent("prompts", tag, "--root", str(path))
-    assert "unknown run" not in r.stderr, r.stderr
+    assert r.returncode == 0 and "iteration 1 stage memory-fusion" in r.stdout, r.stderr
+    r = agent("replay", tag, "--root", str(path))  # the old spelling, which took only a full id
+    assert r.returncode == 0 and "iteration 1 stage memory-fusion" in r.stdout, r.stderr
+    assert "`agent replay` is now `agent prompts" in r.stderr
     r = agent("leaderboard", "--run", tag, "--json", "--root", str(path))
     assert r.returncode == 0 and {row["run"] for row in json.loads(r.stdout)} == {ids["run_a"]}, r.stderr
 
