@@ -29,9 +29,12 @@ class _Parser(argparse.ArgumentParser):
 def _fail(message: str, hint: str | None = None, code: int = 2) -> NoReturn:
     from agent.view import console
 
+    from rich.markup import escape
+
     err = console(stderr=True)
     err.soft_wrap = True
-    err.print(f"[bold red]error:[/] {message}" + (f" [dim]({hint})[/]" if hint else ""), markup=True)
+    # the message quotes the user's input and config keys ([prices."MODEL"]): text, never markup
+    err.print(f"[bold red]error:[/] {escape(message)}" + (f" [dim]({escape(hint)})[/]" if hint else ""), markup=True)
     raise SystemExit(code)
 
 

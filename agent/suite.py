@@ -32,8 +32,8 @@ def answer_files(paths: list[Path]) -> list[Path]:
 
 
 class ClockSummary(Model):
-    faster_than_eager: float = 0.0
-    faster_than_compile: float = 0.0
+    faster_than_eager: float | None = None  # None: no answer was timed against it (CPU mode has no torch.compile)
+    faster_than_compile: float | None = None
     geomean_vs_eager: float | None = None
     geomean_vs_compile: float | None = None
 
@@ -61,8 +61,8 @@ def summarize(results: list[EvalResult]) -> SuiteSummary:
         eager = [x for x in eager if x]
         compiled = [x for x in compiled if x]
         clocks[clock] = ClockSummary(
-            faster_than_eager=sum(x > 1 for x in eager) / n if n else 0.0,
-            faster_than_compile=sum(x > 1 for x in compiled) / n if n else 0.0,
+            faster_than_eager=sum(x > 1 for x in eager) / n if n and eager else None,
+            faster_than_compile=sum(x > 1 for x in compiled) / n if n and compiled else None,
             geomean_vs_eager=_geomean(eager), geomean_vs_compile=_geomean(compiled))
     return SuiteSummary(answers=n, correct=len(correct), fraction_correct=len(correct) / n if n else 0.0,
                         verdicts=verdicts, device=clocks["device"], latency=clocks["latency"])

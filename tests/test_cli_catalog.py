@@ -139,13 +139,25 @@ def test_render_a_problem_file_by_path(tmp_path):
     (["--stage", "fusion"], ["unknown stage 'fusion'", "memory-fusion"]),
     (["--gpu", "v100"], ["unknown GPU 'v100'", "h100"]),
     (["--problem", "gap45"], ["unknown problem 'gap45'", "gap44"]),
+    (["--problem", "gap[bold]44"], ["unknown problem 'gap[bold]44'"]),  # the user's text, never rich markup
     (["--code", "/nonexistent/code.py"], ["code file not found"]),
+    (["--code", "/tmp"], ["code file /tmp is a directory, not a file"]),
     (["--metrics", "/nonexistent/m.json"], ["metrics file not found"]),
     (["--problem", "conv3d_gap"], ["no starting kernel", "--code"]),
     (["--bogus"], ["unrecognized arguments"]),
 ])
 def test_bad_render_input_is_one_line_exit_2(args, needles):
     assert_one_line_error(agent("render", *args), *needles)
+
+
+def test_render_without_gpu_on_a_cpu_machine_prints_the_prompt_and_no_warning():
+    """Before: 'WARNING agent.catalog: no CUDA device detected ...' on every CPU render; the prompt names its GPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA machine detects its GPU")
+    r = agent("render")
+    assert r.returncode == 0 and r.stderr.decode() == "" and "GPU Name: 4090" in r.stdout.decode()
 
 
 def test_malformed_metrics_json_is_one_line_exit_2(tmp_path):

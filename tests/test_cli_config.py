@@ -60,6 +60,7 @@ def test_a_local_models_cost_is_unknown_unless_the_config_prices_it(fake_openai,
     assert "unknown" in table and "$0" not in table
     refused = agent(*args, "--budget-usd", 1, "--root", tmp_path / "b", server=fake_openai)
     assert refused.returncode == 2 and "no price known for model 'gpt-4o'" in refused.stderr
+    assert '[prices."' in refused.stderr  # the hint keeps its brackets: before, rich ate them as markup
     config = tmp_path / "config.toml"
     config.write_text(f'[prices."gpt-4o"]\ninput = 100.0\noutput = 100.0\nbase_url = "{fake_openai.base_url}"\n')
     _, priced = json_events(agent(*args, "--budget-usd", 50, "--root", tmp_path / "c", server=fake_openai,

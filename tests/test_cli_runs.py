@@ -175,6 +175,8 @@ def test_on_a_tie_the_leaderboard_and_the_runs_summary_name_the_same_best_and_fa
     assert summary["best_row"]["candidate"] == best
     table = agent("leaderboard", "--all", "--root", str(tmp_path))
     assert table.returncode == 0 and "why" in table.stdout and "line 4: output mismatch" in table.stdout
+    every = json.loads(agent("leaderboard", "--all", "--json", "--root", str(tmp_path)).stdout)
+    assert [r["rank"] for r in every] == [1, 2, None]  # before: the failure was numbered 1 again
 
 
 def test_show_prints_verdict_checks_timing_metrics_and_code_and_the_prompt_and_response_when_asked(root) -> None:
@@ -289,6 +291,8 @@ def test_runs_rm_deletes_a_run_files_and_rows_and_prune_the_failed_ones(root, tm
     r = agent("runs", "prune", "--root", str(path))
     assert r.returncode == 0 and "removed 1 run" in r.stdout
     assert json.loads(agent("runs", "--json", "--root", str(path)).stdout) == []
+    empty = agent("runs", "--root", str(path))  # before: an empty table once every run was removed
+    assert empty.returncode == 0 and "No runs recorded" in empty.stdout and "┃" not in empty.stdout
     bad = agent("runs", "rm", "no-such-run", "--root", str(path))
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
 

@@ -228,9 +228,11 @@ def test_cli_eval_of_a_folder_judges_every_answer_and_summarizes_like_a_benchmar
     assert s["verdicts"] == {"correct": 1, "incorrect": 1, "no_code": 1, "rule_violation": 1}
     for clock in ("device", "latency"):
         assert set(s[clock]) == {"faster_than_eager", "faster_than_compile", "geomean_vs_eager", "geomean_vs_compile"}
+        assert s[clock]["faster_than_compile"] is None  # CPU mode times no torch.compile: no fraction, not 0 %
     table = agent("eval", str(tmp_path / "correct.py"), str(tmp_path / "no_code.md"), "--device", "cpu",
                   "--cache-dir", str(tmp_path / "cache"))
     assert table.returncode == 3 and "correct: 1/2 (50 %)" in table.stdout and "geometric mean" in table.stdout
+    assert "than torch.compile – of answers" in table.stdout
 
 
 def test_cli_eval_of_a_folder_without_answers_is_one_line(tmp_path):

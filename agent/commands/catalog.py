@@ -92,7 +92,7 @@ def render_command(args: argparse.Namespace) -> int:
         raise UserError(f"problem {problem.name} has no starting kernel", "pass --code FILE")
     profile = _profile(args.metrics, stage) if args.metrics is not None else None
     feedback = _feedback(args.feedback) if args.feedback is not None else []
-    gpu = resolve_gpu(args.gpu)
+    gpu = resolve_gpu(args.gpu, warn=False)  # the prompt names its target GPU in its first lines
     findings = []
     if profile is not None and args.diagnosis == "on":
         from agent.diagnosis import for_prompt
@@ -111,6 +111,8 @@ def render_command(args: argparse.Namespace) -> int:
 
 
 def _read(path: Path, what: str) -> str:
+    if path.is_dir():
+        raise UserError(f"{what} file {path} is a directory, not a file")
     if not path.is_file():
         raise UserError(f"{what} file not found: {path}")
     try:
@@ -124,6 +126,8 @@ def _profile(path: Path, stage):  # -> agent.schema.Profile
     from agent.prompts import load_metrics_json
     from agent.schema import KernelProfile, Profile
 
+    if path.is_dir():
+        raise UserError(f"metrics file {path} is a directory, not a file")
     if not path.is_file():
         raise UserError(f"metrics file not found: {path}")
     if path.suffix == ".ncu-rep":

@@ -88,6 +88,8 @@ def profile_command(args: argparse.Namespace) -> int:
     from agent.profiler import ProfileRequest, profile
     from agent.view import console, profile_view
 
+    if args.file.is_dir():
+        raise UserError(f"{args.file} is a directory, not an answer file")
     if not args.file.is_file():
         raise UserError(f"no such file: {args.file}")
     code = extract_code(args.file.read_text(errors="replace"))

@@ -242,5 +242,8 @@ def _list_runs(args: argparse.Namespace, store) -> int:
         print(json.dumps([{**r.model_dump(mode="json"), "best_row": best[r.id][0].model_dump(mode="json")
                            if best[r.id] else None} for r in records], indent=2))
         return 0
+    if not records:  # every run removed: the same line as an empty root, not an empty table
+        _console().print(f"No runs recorded under {store.candidates_dir}: start one with `agent run`.")
+        return 0
     _console().print(runs_table(records, {k: v[0] if v else None for k, v in best.items()}))
     return 0

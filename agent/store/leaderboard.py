@@ -42,12 +42,14 @@ def leaderboard(db: sqlite3.Connection, problem: str | None = None, run_id: str 
         sql += " LIMIT ?"
         params.append(int(limit))
     rows: list[LeaderRow] = []
-    ranks: dict[tuple[str, str], int] = {}  # rank within (problem, device); failures after all of them
+    ranks: dict[tuple[str, str], int] = {}  # rank within (problem, device); failures come after, unranked
     for r in db.execute(sql, params).fetchall():
-        group = (r["problem"], r["device"]) if r["verdict"] == str(Verdict.CORRECT) else ("", "failed")
-        ranks[group] = ranks.get(group, 0) + 1
+        correct = r["verdict"] == str(Verdict.CORRECT)
+        group = (r["problem"], r["device"])
+        if correct:
+            ranks[group] = ranks.get(group, 0) + 1
         rows.append(LeaderRow(
-            rank=ranks[group], candidate=r["id"], run=r["run_id"], problem=r["problem"], stage=r["stage"],
+            rank=ranks[group] if correct else None, candidate=r["id"], run=r["run_id"], problem=r["problem"], stage=r["stage"],
             iteration=r["iteration"], verdict=Verdict(r["verdict"]), eager_ms=r["eager_ms"],
             compile_ms=r["compile_ms"], dram_pct=r["dram_pct"], **{k: r[k] for k in CLOCK_KEYS},
             tokens=r["prompt_tokens"] + r["completion_tokens"],

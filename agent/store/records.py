@@ -71,7 +71,7 @@ class ResumeState(Model):
 
 
 class LeaderRow(Model):
-    rank: int
+    rank: int | None  # within its problem and device; a failure has none
     candidate: str
     run: str
     problem: str

@@ -70,7 +70,7 @@ def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", 
         label = Text(short_candidate_id(r.candidate, r.run) if compact else r.candidate)
         if r.run_best:
             label.append(" ★", style="bold green")
-        cells: list[RenderableType] = [str(r.rank), label]
+        cells: list[RenderableType] = [str(r.rank) if r.rank is not None else "–", label]
         if full:
             cells.append(Text(r.run))
         if problems:

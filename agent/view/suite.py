@@ -44,7 +44,11 @@ def suite_view(files: list[Path], results: list[EvalResult], summary: SuiteSumma
     return Group(table, *lines)
 
 
+def _pct(x: float | None) -> str:
+    return f"{100 * x:.0f} %" if x is not None else "–"
+
+
 def _clock_line(clock: str, s: ClockSummary) -> Text:
-    return Text(f"{clock} clock: faster than eager {100 * s.faster_than_eager:.0f} %, than torch.compile "
-                f"{100 * s.faster_than_compile:.0f} % of answers; geometric mean of the correct ones "
+    return Text(f"{clock} clock: faster than eager {_pct(s.faster_than_eager)}, than torch.compile "
+                f"{_pct(s.faster_than_compile)} of answers; geometric mean of the correct ones "
                 f"{fmt_x(s.geomean_vs_eager)} eager, {fmt_x(s.geomean_vs_compile)} torch.compile")
