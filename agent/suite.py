@@ -60,9 +60,15 @@ def summarize(results: list[EvalResult]) -> SuiteSummary:
         compiled = [getattr(r.timing, f"{clock}_speedup_vs_compile") for r in correct if r.timing]
         eager = [x for x in eager if x]
         compiled = [x for x in compiled if x]
+        # a baseline the timed answers were not compared with (torch.compile in CPU mode) has no fraction: '–',
+        # not 0 %; with no timed answer at all, none was faster
+        timings = [r.timing for r in results if r.timing is not None]
+        timed = {b: not timings or any(getattr(t, f"{b}_{clock}_ms") is not None
+                                       or getattr(t, f"{clock}_speedup_vs_{b}") is not None for t in timings)
+                 for b in ("eager", "compile")}
         clocks[clock] = ClockSummary(
-            faster_than_eager=sum(x > 1 for x in eager) / n if n and eager else None,
-            faster_than_compile=sum(x > 1 for x in compiled) / n if n and compiled else None,
+            faster_than_eager=sum(x > 1 for x in eager) / n if n and timed["eager"] else None,
+            faster_than_compile=sum(x > 1 for x in compiled) / n if n and timed["compile"] else None,
             geomean_vs_eager=_geomean(eager), geomean_vs_compile=_geomean(compiled))
     return SuiteSummary(answers=n, correct=len(correct), fraction_correct=len(correct) / n if n else 0.0,
                         verdicts=verdicts, device=clocks["device"], latency=clocks["latency"])

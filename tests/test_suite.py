@@ -50,6 +50,12 @@ def test_fractions_count_every_answer_and_means_only_the_correct_ones():
     assert s.device.geomean_vs_compile == pytest.approx(math.sqrt(0.75))
 
 
+def test_a_baseline_no_answer_was_timed_against_has_no_fraction():
+    """CPU mode times no torch.compile: '–', not 0 % (the eager comparison still has its fraction)."""
+    s = summarize([result(Verdict.CORRECT, 2.0, 0.5), result(Verdict.INCORRECT)])
+    assert s.device.faster_than_compile is None and s.device.faster_than_eager == 0.5
+
+
 def test_no_correct_answer_has_no_mean():
     s = summarize([result(Verdict.TIMEOUT)])
     assert s.correct == 0 and s.device.geomean_vs_eager is None and s.device.faster_than_eager == 0.0
