@@ -46,6 +46,7 @@ class RunDefaults(_Section):
     device: Literal["cuda", "cpu"] | None = None
     seed: int | None = None
     diagnosis: Literal["on", "off"] | None = None
+    start: Literal["problem", "inductor", "both"] | None = None
 
 
 class StoreSettings(_Section):

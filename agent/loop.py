@@ -80,13 +80,14 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
     visited = {it.stage for it in store.iterations(run_id)}
     stop, error, hint = f"completed {config.iterations} iterations", None, None
 
-    if state.last_iteration < 0:  # iteration 0: the starting kernel is the first current best
-        start = starting_code(problem)
-        if start is not None:
+    if state.last_iteration < 0:  # iteration 0: the starting answers; the fastest correct one is the first best
+        starts = parts.starter.answers(problem, progress)
+        if starts:
             stage = get_stage(stage_name)
-            progress.start_iteration(0, stage.name, "starting kernel")
-            store.record_iteration(run_id, 0, stage.name, "", "starting kernel", None)
-            _, best = _judge(ctx, 0, stage, "", [Answer(text=start, model="start")], best)
+            why = "starting kernel" + ("s" if len(starts) > 1 else "")
+            progress.start_iteration(0, stage.name, why)
+            store.record_iteration(run_id, 0, stage.name, "", why, None)
+            _, best = _judge(ctx, 0, stage, "", starts, best)
         state.last_iteration = 0
     done = state.last_iteration
 

@@ -5,19 +5,20 @@
     Profiler   profiles a new best with ncu (None where it cannot)
     Progress   shows what the loop does (a terminal, JSON lines, nothing)
     RunStore   the store as the loop uses it (agent.store.Store)
+    Starter    iteration 0's answers (agent.starts: the problem's starting kernel, torch.compile's kernels)
 
-agent.wiring.build_parts() builds the first three for a run; tests pass their own.
+agent.wiring.build_parts() builds the first three and the starter for a run; tests pass their own.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from pydantic import Field
 
 from agent.diagnosis.model import Finding
-from agent.schema import Answer, Candidate, EvalResult, Model, OnResult, Profile, Stage, Usage
+from agent.schema import Answer, Candidate, EvalResult, Model, OnResult, ProblemSpec, Profile, Stage, Usage
 from agent.store.records import IterationRecord, ResumeState, RunStatus
 
 
@@ -96,6 +97,19 @@ class RunStore(Protocol):
     def finish_run(self, run_id: str, status: RunStatus = "finished") -> None: ...
 
 
+class Starter(Protocol):
+    """The answers judged at iteration 0 (none: the run starts from the first proposals); it may report a long
+    phase (capturing torch.compile's code) and say why an answer it was asked for is missing."""
+
+    def answers(self, problem: ProblemSpec, progress: Progress) -> list[Answer]: ...
+
+
+def _problem_start() -> Starter:
+    from agent.starts import Starts
+
+    return Starts("problem")
+
+
 @dataclass(frozen=True)
 class Parts:
     """The loop's parts for one run, built in one place (agent.wiring.build_parts). `summary` is what the evaluator
@@ -104,6 +118,7 @@ class Parts:
     proposer: Proposer
     evaluator: Evaluator
     profiler: Profiler
+    starter: Starter = field(default_factory=_problem_start)  # the problem's starting kernel
 
     def summary(self) -> str | None:
         fn = getattr(self.evaluator, "summary", None)

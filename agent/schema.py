@@ -317,6 +317,9 @@ class RunConfig(Model):
     seed: int = 0
     diagnosis: bool = Field(default=False, description="a [DIAGNOSIS] block in the prompts (agent run turns it on; "
                             "runs recorded before it existed had none, and re-render without it)")
+    start: Literal["problem", "inductor", "both"] = Field(default="problem", description="iteration 0's answers: the "
+                                                          "problem's starting kernel, torch.compile's own kernels "
+                                                          "(agent.inductor; GPU only), or both")
     root: Path = Path(".")
 
 

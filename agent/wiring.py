@@ -202,5 +202,8 @@ EVALUATORS: dict[str, Callable[[Assembly], tuple[Evaluator, Profiler]]] = {
 
 def build_parts(a: Assembly, proposer: Proposer) -> Parts:
     """The loop's parts for a run that exists (a.run_id set)."""
+    from agent.starts import Starts
+
     evaluator, profiler = EVALUATORS[a.placement.kind](a)
-    return Parts(proposer=proposer, evaluator=evaluator, profiler=profiler)
+    starter = Starts(a.config.start, a.config.device, (a.store.root,))
+    return Parts(proposer=proposer, evaluator=evaluator, profiler=profiler, starter=starter)

@@ -230,6 +230,43 @@ def test_iteration_zero_evaluates_the_starting_kernel_and_makes_it_the_first_bes
     assert (it0.iteration, it0.reason, it0.prompt, it0.completed) == (0, "starting kernel", "", True)
 
 
+class FixedStarter:
+    """Starter: the same answers every time (iteration 0's), e.g. the problem's kernel and torch.compile's."""
+
+    def __init__(self, answers: list[Answer]) -> None:
+        self.given = answers
+
+    def answers(self, problem, progress) -> list[Answer]:
+        return list(self.given)
+
+
+def test_iteration_zero_judges_every_starting_answer_and_the_fastest_correct_one_is_the_first_best(store):
+    config, run_id = new_run(store, iterations=0)
+    starts = [Answer(text="# kernel: problem\n", model="start"), Answer(text="# kernel: inductor\n", model="inductor")]
+    evaluator = TableEvaluator({"problem": correct(10.0), "inductor": correct(4.0)})
+    parts = Parts(proposer=RecordingProposer([]), evaluator=evaluator, profiler=FixedProfiler(),
+                  starter=FixedStarter(starts))
+
+    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, parts=parts, store=store, progress=Events())
+
+    assert evaluator.rounds == [("memory-fusion", ["# kernel: problem\n", "# kernel: inductor\n"])]
+    assert outcome.best is not None and outcome.best.candidate == cid(run_id, 0, 1)
+    assert store.get_candidate(cid(run_id, 0, 1)).answer.model == "inductor"
+    [it0] = store.iterations(run_id)
+    assert (it0.iteration, it0.reason) == (0, "starting kernels")
+
+
+def test_no_starting_answer_means_no_iteration_zero(store):
+    config, run_id = new_run(store, iterations=0)
+    evaluator = TableEvaluator({})
+    parts = Parts(proposer=RecordingProposer([]), evaluator=evaluator, profiler=FixedProfiler(),
+                  starter=FixedStarter([]))
+
+    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, parts=parts, store=store, progress=Events())
+
+    assert evaluator.rounds == [] and outcome.best is None and store.iterations(run_id) == []
+
+
 class LandingEvaluator(TableEvaluator):
     """Reports a round's second answer first and holds the first back until the loop has shown the second: a loop
     that waited for the whole round would never see it (the round times out)."""

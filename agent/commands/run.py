@@ -42,6 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, help="seed for weights and validation inputs (default: 0)")
     p.add_argument("--diagnosis", choices=("on", "off"), help="a [DIAGNOSIS] block of findings from the current "
                    "best's profile and clocks in every prompt (default: on)")
+    p.add_argument("--start", choices=("problem", "inductor", "both"), help="iteration 0's answers: the problem's "
+                   "starting kernel, torch.compile's own kernels made into an answer (GPU only: captured in a "
+                   "sandboxed worker at the problem's sizes), or both (default: problem)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run")
     p.add_argument("--root", type=Path, default=None, metavar="DIR",
                    help="directory holding candidates/ and profiles/ (default: the config's store.root, else .)")
@@ -60,11 +63,11 @@ MAX_SAMPLES = 256
 # for more iterations, a bigger budget) and the others may not (they define what the run measures).
 DEFAULTS = {"stage": "memory-fusion", "problem": "gap44", "gpu": "auto", "iterations": 5, "samples": 4,
             "model": "gpt-4o", "patience": 3, "objective": "latency", "seed": 0, "llm_timeout": 300.0,
-            "llm_retries": 4, "diagnosis": "on"}
+            "llm_retries": 4, "diagnosis": "on", "start": "problem"}
 RESUMABLE = {"iterations": "iterations", "samples": "samples", "patience": "patience", "budget_usd": "budget_usd",
              "timeout": "timeout_s", "llm_timeout": "llm_timeout_s", "llm_retries": "llm_retries"}
 FIXED = {"problem": "problem", "stage": "stage", "gpu": "gpu", "model": "model", "llm": "llm", "device": "device",
-         "objective": "objective", "seed": "seed", "diagnosis": "diagnosis"}
+         "objective": "objective", "seed": "seed", "diagnosis": "diagnosis", "start": "start"}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -180,7 +183,7 @@ def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
                            llm_timeout_s=args.llm_timeout, llm_retries=args.llm_retries,
                            budget_usd=args.budget_usd, device=device, patience=args.patience,
                            timeout_s=args.timeout, objective=args.objective, seed=args.seed, root=args.root,
-                           diagnosis=args.diagnosis == "on")
+                           diagnosis=args.diagnosis == "on", start=args.start)
     wiring.check_llm(config.llm, store)  # a bad --llm is one line, before any other output
     return wiring.Assembly(config=config, problem=problem, gpu=resolve_gpu(config.gpu, warn=config.device == "cuda"),
                            store=store, placement=placement(args.gpus, args.cluster, config.device), run_id=run_id,

@@ -21,9 +21,10 @@ from typing import Literal
 from pydantic import Field
 
 from agent.harness.settings import TimingSettings, settings
+from agent.inductor.model import Capture
 from agent.schema import Model, ProblemSpec, SizeSet
 
-Mode = Literal["evaluate", "reference", "baseline", "profile"]
+Mode = Literal["evaluate", "reference", "baseline", "profile", "inductor"]
 Device = Literal["cuda", "cpu"]
 BufferUse = Literal["fresh", "same", "new"]
 
@@ -78,7 +79,7 @@ class WorkerJob(Model):
 
 class WorkerError(Model):
     kind: Literal["compile_error", "runtime_error"]
-    phase: str = Field(description="import | build | validate | timing | reference | baseline")
+    phase: str = Field(description="import | build | validate | timing | reference | baseline | inductor")
     message: str
     line: int | None = Field(default=None, description="innermost line of the candidate file involved")
 
@@ -176,6 +177,8 @@ class WorkerResult(Model):
     eager: BenchStats | None = None
     compiled: BenchStats | None = None
     compile_note: str = ""
+    captures: list[Capture] = Field(default_factory=list, description="inductor: what torch.compile generated for "
+                                    "the problem's Model at each of the job's sizes")
     gpu: str = ""
     torch_version: str = ""
     tampered: list[str] = Field(default_factory=list, description="what the candidate changed in torch, triton, "

@@ -7,6 +7,8 @@ Modes (see job.py):
 - evaluate: the candidate's ModelNew on the same trials (same seeds, same weights), outputs to a tensor file, what
   every call launched and (traced trials) wrote and ran; then, if asked, timing at the first size.
 - baseline: eager and torch.compile timing of the problem's Model (no candidate), timed the same way.
+- inductor: what torch.compile generates for the problem's Model at each of the job's sizes (agent.inductor.capture),
+  for agent.inductor.start to translate into an answer; here, so that torch.compile never runs in the agent's process.
 - profile: one call of the candidate inside an NVTX range, for ncu (exit status and one stderr line).
 The worker never judges: the parent compares outputs and applies the rules, so nothing the candidate does here can
 fake a pass. Before the candidate is imported the worker deletes its job, keeps its own references to what it times
@@ -128,6 +130,24 @@ def _baseline(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
             result.compile_note = f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
 
 
+def _inductor(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
+    import torch
+    import torch._dynamo
+
+    from agent.inductor.capture import capture
+
+    result.phase = "inductor"
+    if job.device != "cuda":
+        raise RuntimeError("Inductor writes Triton kernels only for a GPU")
+    gpu.take("exclusive", result, job)  # autotuning times its candidate launches
+    result.torch_version, result.gpu = torch.__version__, torch.cuda.get_device_name()
+    for module in problem_modules(job):
+        torch._dynamo.reset()  # each size compiled afresh, static: no graph reused from the last one
+        model = build(module, module.Model, job.seed, job.device)
+        inputs = make_inputs(module, "problem", job.seed, job.device)
+        result.captures.append(capture(model, inputs, dynamic=False))
+
+
 _PREWARM_WAIT_S = 600.0
 
 
@@ -164,7 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         return candidate.profile(job, gpu)
     result = WorkerResult(mode=job.mode)
     mark(result, "main", job)
-    handler = {"reference": _reference, "evaluate": candidate.evaluate, "baseline": _baseline}[job.mode]
+    handler = {"reference": _reference, "evaluate": candidate.evaluate, "baseline": _baseline,
+               "inductor": _inductor}[job.mode]
     try:
         handler(job, result, gpu)
         result.ok, result.phase = True, "done"
