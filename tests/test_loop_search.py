@@ -25,7 +25,7 @@ from test_loop import (
 
 from agent.protocols import Proposal, ProposalContext
 from agent.rerender import rerender_run
-from agent.schema import Stage, Verdict
+from agent.schema import Verdict
 
 
 class KeyedProposer:
@@ -195,6 +195,3 @@ def test_a_parent_whose_timing_ncu_contradicts_is_profiled_once_and_dropped(stor
     second = {c.parent for c in store.candidates(run_id) if c.iteration == 2}
     assert cid(run_id, 1, 2) not in second and store.get_candidate(cid(run_id, 1, 2)).profile is not None
 
-
-def test_stage_lists_reach_the_evaluator_only_when_a_round_mixes_stages():
-    assert Stage  # the protocol's type: a Stage, or one per source (tested above through the loop)

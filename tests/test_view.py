@@ -136,6 +136,7 @@ def test_renderables_render() -> None:
     assert "3.52×" in text and "88.7 %" in text and "CPU-mode" in text
     assert "runtime_error" in text and "[bold]boom[/]" in text  # messages are text, never markup
     assert "1,500 tokens" in text and RUN in text
+    assert "search      greedy, memory off" in text  # RunConfig's own defaults: what runs before issue 18 had
 
 
 def test_short_candidate_ids_keep_the_run_tag() -> None:

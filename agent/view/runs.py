@@ -234,6 +234,8 @@ def run_summary(run: RunRecord, top: list[LeaderRow] | None = None) -> Renderabl
     g.add_row("status", Text(run.status, style=status_style))
     g.add_row("problem", f"{cfg.problem}  stage {cfg.stage}  on {run.gpu} ({run.device})")
     g.add_row("proposer", f"{cfg.llm}" + (f" ({cfg.model})" if cfg.llm.startswith("openai") else ""))
+    g.add_row("search", f"{cfg.search}" + (f" {cfg.beam}" if cfg.search == "beam" else "")
+              + f", memory {'on' if cfg.memory else 'off'}")
     g.add_row("objective", f"{cfg.objective} (" + ("a synchronized call, host included" if cfg.objective == "latency"
                                                   else "GPU time of calls queued back to back") + ")")
     g.add_row("iterations", f"{run.iterations} of {cfg.iterations}, {run.candidates} candidates")
