@@ -47,6 +47,11 @@ class RunDefaults(_Section):
     seed: int | None = None
     diagnosis: Literal["on", "off"] | None = None
     start: Literal["problem", "inductor", "both"] | None = None
+    search: Literal["greedy", "beam", "tree"] | None = None
+    beam: int | None = Field(default=None, ge=1, le=64)
+    memory: Literal["on", "off"] | None = None
+    max_candidates: int | None = Field(default=None, ge=1)
+    max_minutes: float | None = Field(default=None, gt=0)
 
 
 class StoreSettings(_Section):

@@ -19,13 +19,17 @@ from agent.ncu.metadata import meta
 from agent.problems import starting_code
 from agent.prompts import PromptInput, render
 from agent.protocols import Parts, Progress, ProposalContext, RunStore
+from agent.store.records import IterationRecord
 from agent.rounds import as_finished
+from agent.search import Limits, SearchState
+from agent.memory import idea_of, lines, short_id
 from agent.schema import (
     Answer,
     Candidate,
     EvalResult,
     Feedback,
     GPUSpec,
+    Group,
     Objective,
     ProblemSpec,
     Profile,
@@ -68,16 +72,19 @@ class Outcome(BaseModel):
 
 def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, parts: Parts, store: RunStore,
         progress: Progress) -> Outcome:
-    """Run (or resume) `run_id` until iterations, budget, patience or the stage ladder run out."""
-    ctx = _Ctx(run_id=run_id, objective=config.objective, parts=parts, store=store, progress=progress)
+    """Run (or resume) `run_id` until iterations, budgets, patience or the stage ladder run out."""
+    ctx = _Ctx(run_id=run_id, config=config, problem=problem, gpu=gpu, parts=parts, store=store, progress=progress)
     state = store.resume_state(run_id)
     best = best_from_store(store, state.best, config.objective)
     usage = state.usage
     stage_name, reason = state.stage or _first_stage(config), "resumed" if state.stage else "requested"
-    # A resumed run's next prompt carries the same feedback it would have had without the interruption.
+    # A resumed run's next prompt carries the same feedback and memory it would have had without the interruption.
     last_results = round_results(store, run_id, state.last_iteration) if state.last_iteration >= 1 else []
     stale = 0
-    visited = {it.stage for it in store.iterations(run_id)}
+    records = {it.iteration: it for it in store.iterations(run_id)}
+    visited = {it.stage for it in records.values()}
+    search = SearchState.of(store.candidates(run_id), config.search, config.objective, config.beam)
+    limits = Limits.of(config, judged=sum(search.visits.values()))
     stop, error, hint = f"completed {config.iterations} iterations", None, None
 
     if state.last_iteration < 0:  # iteration 0: the starting answers; the fastest correct one is the first best
@@ -87,12 +94,22 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             why = "starting kernel" + ("s" if len(starts) > 1 else "")
             progress.start_iteration(0, stage.name, why)
             store.record_iteration(run_id, 0, stage.name, "", why, None)
-            _, best = _judge(ctx, 0, stage, "", starts, best)
+            group = Group(parent=None, stage=stage.name, k=len(starts))
+            _, best, judged = _judge(ctx, 0, [(group, None, a) for a in starts], best, stage)
+            for candidate in judged:
+                search.add(candidate)
         state.last_iteration = 0
     done = state.last_iteration
 
     for iteration in range(state.last_iteration + 1, config.iterations + 1):
-        if config.stage == "auto":
+        k = limits.samples(config.samples)
+        if (spent := limits.spent(k)) is not None:
+            stop = spent
+            break
+        redo = _redo(records.get(iteration), k) if iteration == state.pending_iteration else None
+        if redo is not None:  # an interrupted round is asked again from the same parents, with the same prompts
+            stage_name = records[iteration].stage
+        elif config.stage == "auto":
             chosen, reason = choose_stage(stage_name, visited, best, stale, config.patience, config.objective)
             if chosen is None:
                 stop = reason
@@ -102,36 +119,35 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             stage_name = chosen
         stage = get_stage(stage_name)
         visited.add(stage.name)
-        prompt = iteration_prompt(stage, gpu, problem, best, last_results, config.diagnosis)
+        groups = redo or _plan(ctx, search, best, stage, k, iteration, last_results)
         progress.start_iteration(iteration, stage.name, reason)
-        store.record_iteration(run_id, iteration, stage.name, prompt, reason, best.candidate if best else None)
+        if config.search != "greedy":
+            progress.message("parents: " + ", ".join(f"{short_id(g.parent, run_id) if g.parent else 'none'} ×{g.k}"
+                                                     + ("" if g.stage == stage.name else f" ({g.stage})")
+                                                     for g in groups))
+        store.record_iteration(run_id, iteration, stage.name, groups[0].prompt, reason, best.candidate if best else None,
+                               groups)
         if config.stage != "auto":  # "resumed" says why the first iteration after a resume runs, not the later ones
             reason = "requested"
 
-        asked = ProposalContext(prompt=prompt, k=config.samples, stage=stage.name, code=best.code if best else "",
-                                profile=best.profile if best else None, results=last_results,
-                                findings=for_prompt(best.profile, best.timing, limit=None) if best else [])
-        progress.phase("proposing", f"{config.samples} answer{'s' if config.samples != 1 else ''} from "
-                                    f"{parts.proposer.name}")
-        try:
-            proposal = parts.proposer.propose(asked)
-        except UserError as e:  # bad key, server gone: stop cleanly, keep what we have, and say it failed
-            stop, error, hint = e.message, e.message, e.hint
+        proposed = _propose(ctx, groups, search, last_results)
+        if proposed.error is not None:  # bad key, server gone: stop cleanly, keep what we have, and say it failed
+            stop, error, hint = proposed.error.message, proposed.error.message, proposed.error.hint
+        elif proposed.stop:  # budget spent, replay exhausted: a normal end, after judging what came
+            stop = proposed.stop
+        if not proposed.answers and (error or proposed.stop):
             break
-        answers = proposal.answers
-        if proposal.stop and not answers:  # budget spent, replay exhausted: a normal end
-            stop = proposal.stop
-            break
-        for a in answers:
-            usage = usage + a.usage
+        usage = sum((a.usage for _, _, a in proposed.answers), usage)
         progress.usage(usage)
 
-        last_results, new = _judge(ctx, iteration, stage, prompt, answers, best)
+        last_results, new, judged = _judge(ctx, iteration, proposed.answers, best, stage)
+        for c in judged:
+            search.add(c)
+        limits.judged += len(judged)
         stale = 0 if new is not best else stale + 1
         best = new
         done = iteration
-        if proposal.stop:  # the proposer gave what it could and stops after this round
-            stop = proposal.stop
+        if proposed.stop or error:  # the proposer gave what it could and stops after this round
             break
         if config.stage != "auto" and stale >= config.patience:
             stop = f"no improvement in {stale} iterations (patience {config.patience})"
@@ -146,29 +162,125 @@ class _Ctx:
     """What every step of one run shares."""
 
     run_id: str
-    objective: Objective
+    config: RunConfig
+    problem: ProblemSpec
+    gpu: GPUSpec
     parts: Parts
     store: RunStore
     progress: Progress
 
+    @property
+    def objective(self) -> Objective:
+        return self.config.objective
 
-def _judge(ctx: _Ctx, iteration: int, stage: Stage, prompt: str, answers: list[Answer],
-           best: Best | None) -> tuple[list[EvalResult], Best | None]:
-    """Evaluate a round's answers, recording and showing each candidate as its verdict lands; profile a new best;
-    the iteration ends recorded."""
+
+def _redo(record: IterationRecord | None, k: int) -> list[Group] | None:
+    """An interrupted iteration's groups, if its attempt recorded them for a round of k samples."""
+    groups = record.plan(k) if record is not None else []
+    return groups if groups and sum(g.k for g in groups) == k else None
+
+
+def _plan(ctx: _Ctx, search: SearchState, best: Best | None, stage: Stage, k: int, iteration: int,
+          last_results: list[EvalResult]) -> list[Group]:
+    """The round's groups (agent.search), each with its prompt. Beam and tree profile a parent the first time it is
+    chosen (its prompt then has metrics and findings); one whose timing ncu contradicts is dropped and the round
+    planned again."""
+    while True:
+        groups = search.plan(k, best.candidate if best else None, stage.name, ctx.config.stage == "auto")
+        if ctx.config.search == "greedy" or all(_profiled(ctx, search, g.parent) for g in groups if g.parent):
+            break
+    memory = lines(search.remembered(before=iteration), ctx.run_id) if ctx.config.memory else []
+    return [g.model_copy(update={"prompt": iteration_prompt(
+        get_stage(g.stage), ctx.gpu, ctx.problem, best_from_store(ctx.store, g.parent, ctx.objective), last_results,
+        ctx.config.diagnosis, memory)}) for g in groups]
+
+
+def _profiled(ctx: _Ctx, search: SearchState, candidate: str) -> bool:
+    """Profile a parent that has no profile yet (tried once per process); False if ncu contradicts its timing (it
+    is then no parent; its verdict stays, as the prompts that already showed it saw it)."""
+    parent = best_from_store(ctx.store, candidate, ctx.objective)
+    if parent is None:
+        return True
+    profile = parent.profile
+    if profile is None and ctx.parts.profiler.enabled and candidate not in search.profiled:
+        search.profiled.add(candidate)
+        ctx.progress.phase("profiling", candidate)
+        profile = ctx.parts.profiler.profile(parent.code, get_stage(search.nodes[candidate].stage), candidate)
+        if profile is not None:
+            ctx.store.update_profile(candidate, profile)
+    doubt = timing_doubt(parent.timing, profile) if parent.timing is not None else None
+    if doubt is None:
+        return True
+    ctx.progress.message(f"{candidate}: {doubt}; not a parent")
+    search.reject(candidate)
+    return False
+
+
+@dataclass
+class _Proposed:
+    """A round's answers, each with its group and parent; why the proposer stopped (a normal end) or failed."""
+
+    answers: list[tuple[Group, Best | None, Answer]]
+    stop: str | None = None
+    error: UserError | None = None
+
+
+def _propose(ctx: _Ctx, groups: list[Group], search: SearchState, last_results: list[EvalResult]) -> _Proposed:
+    """One ProposalContext per group, with its own prompt and k, in order, the whole memory with each; the first group
+    whose proposer stops or fails ends the round (what came before it is still judged)."""
+    out = _Proposed(answers=[])
+    for g in groups:
+        parent = best_from_store(ctx.store, g.parent, ctx.objective)
+        asked = ProposalContext(prompt=g.prompt, k=g.k, stage=g.stage, code=parent.code if parent else "",
+                                profile=parent.profile if parent else None, results=last_results,
+                                findings=for_prompt(parent.profile, parent.timing, limit=None) if parent else [],
+                                parent=g.parent, memory=search.remembered())
+        for_whom = f" for {short_id(g.parent, ctx.run_id)}" if len(groups) > 1 and g.parent else ""
+        ctx.progress.phase("proposing", f"{g.k} answer{'s' if g.k != 1 else ''} from {ctx.parts.proposer.name}"
+                                        f"{for_whom}")
+        try:
+            proposal = ctx.parts.proposer.propose(asked)
+        except UserError as e:
+            out.error = e
+            return out
+        out.answers += [(g, parent, a) for a in proposal.answers]
+        if proposal.stop:
+            out.stop = proposal.stop
+            return out
+    return out
+
+
+def _judge(ctx: _Ctx, iteration: int, answers: list[tuple[Group, Best | None, Answer]], best: Best | None,
+           stage: Stage) -> tuple[list[EvalResult], Best | None, list[Candidate]]:
+    """Evaluate a round's answers (each in its group's stage), recording and showing each candidate as its verdict
+    lands; profile a new best; the iteration ends recorded. Returns the results in index order, the best, and the
+    candidates as finally recorded."""
     ctx.progress.phase("evaluating", total=len(answers))
     first = int(iteration > 0)  # the starting kernel is #0
     results: dict[int, EvalResult] = {}
     recorded = []
-    for i, result in as_finished(ctx.parts.evaluator, [a.text for a in answers], stage):
-        cand = _record(ctx.store, ctx.run_id, iteration, first + i, stage.name, prompt, answers[i], result)
+    stages = [get_stage(g.stage) for g, _, _ in answers]
+    one_stage = stages if len({s.name for s in stages}) > 1 else stages[0] if stages else stage
+    findings: dict[int, str | None] = {}  # per group: the parent's first finding, what its prompt asked to address
+    for g, p, _ in answers:
+        if id(g) not in findings:
+            found = for_prompt(p.profile, p.timing) if p else []
+            findings[id(g)] = found[0].kind if found else None
+    for i, result in as_finished(ctx.parts.evaluator, [a.text for _, _, a in answers], one_stage):
+        g, _, answer = answers[i]
+        cand = Candidate(id=ctx.store.candidate_id(ctx.run_id, iteration, first + i), run_id=ctx.run_id,
+                         iteration=iteration, index=first + i, stage=g.stage, code=result.code, prompt=g.prompt,
+                         answer=answer, result=result, parent=g.parent, idea=idea_of(answer, result.code),
+                         finding=findings[id(g)])
+        ctx.store.record_candidate(cand)
         ctx.progress.candidate_done(cand)
         results[i] = result
         recorded.append(cand)
     recorded.sort(key=lambda c: c.index)
-    best = _best_of_round(ctx, recorded, best, stage)
+    best, rejected = _best_of_round(ctx, recorded, best)
     ctx.store.end_iteration(ctx.run_id, iteration)
-    return [results[i] for i in sorted(results)], best
+    final = [ctx.store.get_candidate(c.id) if c.id in rejected else c for c in recorded]
+    return [results[i] for i in sorted(results)], best, final
 
 
 # ---------------------------------------------------------------- decisions
@@ -221,19 +333,21 @@ def _faster(result: EvalResult, best: Best | None, objective: Objective) -> bool
     return ms < best.ms * (1 - noise)
 
 
-def _best_of_round(ctx: _Ctx, cands: list[Candidate], best: Best | None, stage: Stage) -> Best | None:
+def _best_of_round(ctx: _Ctx, cands: list[Candidate], best: Best | None) -> tuple[Best | None, set[str]]:
     """The round's fastest correct candidate, profiled, if it beats `best` beyond noise; else `best` unchanged.
 
     Only that one is profiled (an ncu run costs more than evaluating the whole round), unless ncu finds its
-    timing impossible (agent.crosscheck): it is then rejected and the next fastest profiled instead.
+    timing impossible (agent.crosscheck): it is then rejected (returned with the ids rejected) and the next fastest
+    profiled instead.
     """
     store, progress = ctx.store, ctx.progress
     faster = sorted((c for c in cands if _faster(c.result, best, ctx.objective)),
                     key=lambda c: c.result.timing.clock(ctx.objective)[0] if c.result.timing else float("inf"))
+    rejected: set[str] = set()
     for cand in faster[:3]:
         if ctx.parts.profiler.enabled:
             progress.phase("profiling", cand.id)
-        profile = ctx.parts.profiler.profile(cand.code or "", stage, cand.id)
+        profile = ctx.parts.profiler.profile(cand.code or "", get_stage(cand.stage), cand.id)
         if profile is not None:
             store.update_profile(cand.id, profile)
             cand = cand.model_copy(update={"profile": profile})
@@ -243,28 +357,31 @@ def _best_of_round(ctx: _Ctx, cands: list[Candidate], best: Best | None, stage: 
         if doubt is None:
             break
         # ncu saw the kernels from outside the candidate's process and they take longer than the harness said
-        rejected = cand.result.model_copy(update={"verdict": Verdict.RULE_VIOLATION, "message": doubt, "timing": None})
-        store.update_result(cand.id, rejected)
+        rejected_result = cand.result.model_copy(update={"verdict": Verdict.RULE_VIOLATION, "message": doubt,
+                                                         "timing": None})
+        store.update_result(cand.id, rejected_result)
+        rejected.add(cand.id)
         progress.message(f"{cand.id}: {doubt}")
     else:
-        return best
+        return best, rejected
     store.set_best(cand.run_id, cand.id)
     progress.new_best(cand)
     ms, spread = timing.clock(ctx.objective)
     return Best(candidate=cand.id, code=cand.code or "", ms=ms, spread_pct=spread, profile=profile, timing=timing,
-                objective=ctx.objective)
+                objective=ctx.objective), rejected
 
 
 def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Best | None,
-                     last_results: list[EvalResult], diagnosis: bool = False) -> str:
-    """The prompt of one iteration: the current best's code, metrics and (with `diagnosis`) findings, and the last
-    round's failures."""
+                     last_results: list[EvalResult], diagnosis: bool = False, memory: list[str] | None = None) -> str:
+    """The prompt of one group of an iteration: its parent's code (`best`: the current best under greedy), metrics and
+    (with `diagnosis`) findings, the last round's failures, and (`memory`, agent.memory.lines) what the run tried."""
     return render(PromptInput(
         stage=stage, gpu=gpu, code=best.code if best else (starting_code(problem) or ""),
         metrics=best.profile.table() if best and best.profile else {},
         feedback=_feedback(last_results), reference=problem.path.read_text(),
         timing=best.timing if best else None, objective=best.objective if best else "latency",
         diagnosis=for_prompt(best.profile, best.timing) if diagnosis and best else [],
+        memory=memory or [],
     ))
 
 
@@ -275,14 +392,6 @@ def _feedback(results: list[EvalResult]) -> list[Feedback]:
         for i, r in enumerate(results, start=1)
         if r.verdict != Verdict.CORRECT
     ][:6]
-
-
-def _record(store: RunStore, run_id: str, iteration: int, index: int, stage: str, prompt: str, answer: Answer,
-            result: EvalResult) -> Candidate:
-    cand = Candidate(id=store.candidate_id(run_id, iteration, index), run_id=run_id, iteration=iteration,
-                     index=index, stage=stage, code=result.code, prompt=prompt, answer=answer, result=result)
-    store.record_candidate(cand)
-    return cand
 
 
 def round_results(store: RunStore, run_id: str, iteration: int) -> list[EvalResult]:

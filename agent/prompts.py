@@ -40,6 +40,8 @@ class PromptInput(BaseModel):
     timing: Timing | None = Field(default=None, description="the current code's two clocks ([TIMING], GPU only)")
     objective: Objective = "latency"
     diagnosis: list[Finding] = Field(default_factory=list, description="[DIAGNOSIS]: findings, most valuable first")
+    memory: list[str] = Field(default_factory=list, description="[MEMORY]: what the run tried, one line each "
+                              "(agent.memory.lines)")
 
 
 def templates_dir() -> Path:
@@ -158,6 +160,7 @@ def render(inp: PromptInput) -> str:
         absent=absent_triton_functions(),
         timing_text=timing_text(inp.timing, inp.objective),
         diagnosis=inp.diagnosis,
+        memory=inp.memory,
     )
 
 

@@ -18,13 +18,15 @@ from typing import Protocol, runtime_checkable
 from pydantic import Field
 
 from agent.diagnosis.model import Finding
-from agent.schema import Answer, Candidate, EvalResult, Model, OnResult, ProblemSpec, Profile, Stage, Usage
+from agent.memory import MemoryEntry
+from agent.schema import Answer, Candidate, EvalResult, Group, Model, OnResult, ProblemSpec, Profile, Stage, Usage
 from agent.store.records import IterationRecord, ResumeState, RunStatus
 
 
 class ProposalContext(Model):
     """What every proposer gets: the prompt, and the state it was rendered from (an LLM reads the prompt; the
-    offline proposer reads the state)."""
+    offline proposer reads the state). A round with several parents (agent.search) asks once per parent group, each
+    with its own prompt and k."""
 
     prompt: str
     k: int = Field(ge=1, description="how many answers to propose")
@@ -35,6 +37,10 @@ class ProposalContext(Model):
                                     "(agent.diagnosis): the prompt's [DIAGNOSIS] block, and the offline proposer's "
                                     "reasons to restructure")
     results: list[EvalResult] = Field(default_factory=list, description="the last iteration's results")
+    parent: str | None = Field(default=None, description="the candidate `code` is (agent.search: this group's parent)")
+    memory: list[MemoryEntry] = Field(default_factory=list, description="everything the run has tried so far, an "
+                                      "interrupted attempt at this iteration included (agent.memory): a proposer that "
+                                      "reads it never proposes an idea twice, also after --resume")
 
 
 class Proposal(Model):
@@ -53,9 +59,11 @@ class Proposer(Protocol):
 
 
 class Evaluator(Protocol):
-    """Judges a round; `on_result(index, result)` (from any thread) as each verdict is final, the list at the end."""
+    """Judges a round; `on_result(index, result)` (from any thread) as each verdict is final, the list at the end.
+    `stage` is the round's, or one per source (a round whose parents go on in different stages)."""
 
-    def evaluate(self, sources: list[str], stage: Stage, on_result: OnResult | None = None) -> list[EvalResult]: ...
+    def evaluate(self, sources: list[str], stage: Stage | list[Stage],
+                 on_result: OnResult | None = None) -> list[EvalResult]: ...
 
 
 class Profiler(Protocol):
@@ -85,7 +93,7 @@ class RunStore(Protocol):
     def resume_state(self, run_id: str) -> ResumeState: ...
     def iterations(self, run_id: str) -> list[IterationRecord]: ...
     def record_iteration(self, run_id: str, iteration: int, stage: str, prompt: str, reason: str,
-                         best_before: str | None) -> IterationRecord: ...
+                         best_before: str | None, groups: list[Group] | None = None) -> IterationRecord: ...
     def end_iteration(self, run_id: str, iteration: int) -> None: ...
     def candidate_id(self, run_id: str, iteration: int, index: int) -> str: ...
     def record_candidate(self, c: Candidate) -> None: ...

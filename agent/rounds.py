@@ -21,7 +21,7 @@ _POLL_S = 0.25  # the caller wakes this often, so a signal's handler runs prompt
 _UNWIND_S = 30.0
 
 
-def as_finished(evaluator: Evaluator, sources: list[str], stage: Stage) -> Iterator[tuple[int, EvalResult]]:
+def as_finished(evaluator: Evaluator, sources: list[str], stage: Stage | list[Stage]) -> Iterator[tuple[int, EvalResult]]:
     """(index, result) for every source, in the order the verdicts become final; the evaluator's own error, if it
     fails, is raised here. An evaluator that reports nothing early yields everything when the round ends."""
     events: queue.Queue[tuple[str, object, object]] = queue.Queue()

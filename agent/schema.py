@@ -128,6 +128,8 @@ class Answer(Model):
     usage: Usage = Field(default_factory=Usage)
     latency_s: float = 0.0
     raw: str | None = Field(default=None, description="raw response body (JSON) as received, for the record")
+    idea: str = Field(default="", description="what the answer tries, in a few words, where the proposer knows it "
+                                              "(the offline proposer's variant); else agent.memory derives it")
 
 
 class Feedback(Model):
@@ -166,6 +168,7 @@ class Check(Model):
 
 
 Objective = Literal["device", "latency"]
+SearchPolicy = Literal["greedy", "beam", "tree"]
 # What a leaderboard row, `--json` progress events and the store index carry of a Timing, in this order.
 CLOCK_KEYS = ("objective", "candidate_ms", "speedup_vs_eager", "speedup_vs_compile", "device_ms", "latency_ms",
               "host_ms", "launches", "device_speedup_vs_eager", "latency_speedup_vs_eager", "device_speedup_vs_compile",
@@ -320,7 +323,24 @@ class RunConfig(Model):
     start: Literal["problem", "inductor", "both"] = Field(default="problem", description="iteration 0's answers: the "
                                                           "problem's starting kernel, torch.compile's own kernels "
                                                           "(agent.inductor; GPU only), or both")
+    search: SearchPolicy = Field(default="greedy", description="how a round's parents are chosen (agent.search)")
+    beam: int = Field(default=3, ge=1, description="--search beam: the B best distinct candidates are the parents")
+    memory: bool = Field(default=False, description="a [MEMORY] block of what this run tried in the prompts (agent run "
+                         "turns it on; runs recorded before it existed had none, and re-render without it)")
+    max_candidates: int | None = Field(default=None, ge=1, description="stop once this many proposals were judged")
+    max_minutes: float | None = Field(default=None, gt=0, description="start no round after this many minutes of "
+                                      "this invocation")
     root: Path = Path(".")
+
+
+class Group(Model):
+    """One (parent, stage) pair of a round and how many of its samples it gets (agent.search); the prompt rendered
+    for it, once chosen."""
+
+    parent: str | None = Field(description="the candidate whose code the prompt shows (None: no correct code yet)")
+    stage: str
+    k: int = Field(ge=1)
+    prompt: str = ""
 
 
 class Candidate(Model):
@@ -336,6 +356,11 @@ class Candidate(Model):
     answer: Answer | None = None
     result: EvalResult
     profile: Profile | None = None
+    parent: str | None = Field(default=None, description="the candidate whose code the prompt showed (None: the "
+                               "starting kernel, or no correct code yet)")
+    idea: str = Field(default="", description="what it tried, in a few words (agent.memory.idea_of)")
+    finding: str | None = Field(default=None, description="the parent's first finding (agent.diagnosis) that the "
+                                "prompt showed: what the answer was asked to address")
     created_at: datetime = Field(default_factory=_now)
 
 

@@ -26,7 +26,7 @@ class Starts:
         out = []
         code = starting_code(problem) if self.kind in ("problem", "both") else None
         if code is not None:
-            out.append(Answer(text=code, model="start"))
+            out.append(Answer(text=code, model="start", idea="starting kernel"))
         if self.kind in ("inductor", "both"):
             from agent.inductor.start import CPU_NOTICE, start_from_inductor
 
@@ -35,7 +35,8 @@ class Starts:
                 return out
             progress.phase("capturing", f"torch.compile's kernels for {problem.name} at {len(problem.sizes)} sizes")
             try:
-                out.append(Answer(text=start_from_inductor(problem, self.device, list(self.hide)), model="inductor"))
+                out.append(Answer(text=start_from_inductor(problem, self.device, list(self.hide)), model="inductor",
+                                  idea="torch.compile's own kernels"))
             except AgentError as e:  # a construct the translation does not know, a failed capture: go on without it
                 progress.message(f"no Inductor start: {e.message}")
         return out

@@ -165,6 +165,40 @@ def model_not_found() -> Behaviour:
     )
 
 
+class ByCode:
+    """A behaviour that answers by the code the prompt shows: the first `# variant: NAME` line of the prompt's
+    [CURRENT CODE] block picks NAME's answers ("start" where there is none: the starting kernel, or no code); each of
+    the request's n choices takes the next of them, `otherwise` once they are spent. `asked` holds the NAME of every
+    request, in order. Give it to FakeOpenAI.serve() (every request) or put it in a script several times.
+
+        by_code = ByCode({"start": [slow, NO_CODE], "slow": [fast]}, otherwise=NO_CODE)
+    """
+
+    MARKER = "# variant: "
+
+    def __init__(self, answers: dict[str, list[str]], otherwise: str) -> None:
+        self.answers = {k: list(v) for k, v in answers.items()}
+        self.otherwise = otherwise
+        self.asked: list[str] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def key(cls, prompt: str) -> str:
+        code = prompt.split("[CURRENT CODE]", 1)[1] if "[CURRENT CODE]" in prompt else ""
+        code = code.split("```python\n", 1)[1].split("\n```", 1)[0] if "```python\n" in code else ""
+        return next((line.strip()[len(cls.MARKER):].strip() for line in code.splitlines()
+                     if line.strip().startswith(cls.MARKER)), "start")
+
+    def __call__(self, request: dict[str, Any]) -> Response:
+        prompt = str(request.get("messages", [{}])[-1].get("content", ""))
+        key = self.key(prompt)
+        with self._lock:
+            self.asked.append(key)
+            queue = self.answers.get(key, [])
+            texts = [queue.pop(0) if queue else self.otherwise for _ in range(int(request.get("n") or 1))]
+        return _json(200, completion(request, texts))
+
+
 def status(code: int, body: object, headers: dict[str, str] | None = None) -> Behaviour:
     """Any status and JSON body."""
     return lambda request: _json(code, body, headers)
@@ -200,6 +234,11 @@ class FakeOpenAI:
         with self._lock:
             self._script = list(behaviours)
 
+    def serve(self, behaviour: Behaviour) -> None:
+        """What every request gets once the script is used up (by default: 400 "script exhausted")."""
+        with self._lock:
+            self._default = behaviour
+
     def start(self) -> FakeOpenAI:
         self._thread.start()
         return self
@@ -212,6 +251,12 @@ class FakeOpenAI:
             pass
         finally:
             self._server.server_close()
+
+    def __enter__(self) -> FakeOpenAI:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
     def stop(self) -> None:
         self._stopping.set()

@@ -258,3 +258,32 @@ def test_a_failing_part_writes_its_traceback_and_what_it_had(tmp_path):
 def test_parts_cli_rejects_an_unknown_part():
     assert P.main(["nonsense", "a", "b"]) == 2
     assert set(P.PARTS) == {p.name for p in run_all.GPU_PARTS} == {p.name for p in run_all.CPU_PARTS}
+
+
+# ---------------------------------------------------------------- issue 18: greedy, beam and tree side by side
+
+
+def test_search_tables_record_a_runs_best_and_when_it_was_found_and_print_them_from_json(tmp_path):
+    import search_tables as T
+    from test_store import candidate, result
+
+    from agent.schema import RunConfig, Verdict
+    from agent.store import Store
+
+    with Store(tmp_path) as store:
+        run = store.create_run(RunConfig(problem="gap44", search="tree", max_candidates=4, samples=2), gpu="h100",
+                               device="cuda")
+        for it in (0, 1, 2):
+            store.record_iteration(run, it, "memory-fusion", "", "requested", None)
+        for it, idx, ms in ((0, 0, 2.0), (1, 1, 1.5), (1, 2, None), (2, 1, 0.5), (2, 2, 0.9)):
+            candidate(store, run, it, idx, result(ms=ms) if ms else result(Verdict.INCORRECT))
+        store.set_best(run, f"{run}-i2-c1")
+    rec = T.record(str(tmp_path), run, "tree", 61.2)
+    assert (rec["judged"], rec["correct"], rec["reached_at"], rec["best"]["candidate"]) == (4, 3, 3, f"{run}-i2-c1")
+    (tmp_path / "search_gap44.json").write_text(json.dumps([rec, {**rec, "search": "greedy", "judged": 2}]))
+    assert T.main(["table", str(tmp_path)]) == 0
+    text = T.table([rec, {**rec, "search": "greedy", "judged": 2}])
+    rows = [line for line in text.splitlines() if line.startswith("| gap44")]
+    assert [r.split(" | ")[1] for r in rows] == ["greedy", "tree"]
+    assert rows[1].split(" | ")[7:9] == ["3", "4"]  # found after 3 proposals, 4 judged
+    assert "Stopped before the budget (time, or the stage ladder): gap44 greedy." in text

@@ -265,6 +265,13 @@ def test_an_interrupted_or_killed_run_resumes_without_losing_or_duplicating_a_ca
     ["--patience", "0"],
     ["--budget-usd", "-1"],
     ["--samples", "100000"],
+    ["--search", "bfs"],
+    ["--beam", "0"],
+    ["--beam", "100"],
+    ["--memory", "maybe"],
+    ["--max-candidates", "0"],
+    ["--max-minutes", "0"],
+    ["--max-minutes", "nan"],
 ], ids=lambda f: " ".join(f))
 def test_bad_input_is_one_line_and_exit_2_and_records_nothing(flags, tmp_path):
     p = agent("run", *CPU, "--iterations", 1, *flags, "--root", tmp_path, timeout=60)

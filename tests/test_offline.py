@@ -368,3 +368,47 @@ def test_an_uncoalesced_load_finding_puts_the_flat_contiguous_row_kernel_first()
     assert "uncoalesced loads: one program per (n, c) row" in first, first[:200]
     plain = ask(OfflineProposer(GAP44, H100), state("memory-fusion", "", seed_profile(), []), 1)[0].text
     assert "uncoalesced" not in plain  # the seed's findings are a small grid, not wasted sectors
+
+
+# ---------------------------------------------------------------- memory: what the run tried, across processes
+
+
+def remembered(p: OfflineProposer, answers: list, verdicts: list[Verdict], parent: str | None = None) -> list:
+    """The memory entries the loop would hand on for `answers` (ids i1-c1, ...), each with its verdict."""
+    from agent.memory import MemoryEntry
+
+    return [MemoryEntry(candidate=f"run-i1-c{i}", iteration=1, parent=parent, stage="memory-fusion", idea=a.idea,
+                        verdict=v, ms=1.0 if v == Verdict.CORRECT else None)
+            for i, (a, v) in enumerate(zip(answers, verdicts), start=1)]
+
+
+def test_a_new_process_given_the_runs_memory_never_proposes_what_the_killed_one_tried():
+    st = state("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
+    p = OfflineProposer(GAP44, H100)
+    first = ask(p, st, 4)
+    assert [a.idea for a in first] == [p.variant_of(extract_code(a.text)).idea() for a in first]  # its variants'
+    memory = remembered(OfflineProposer(GAP44, H100), first, [Verdict.CORRECT] * 4)
+    resumed = OfflineProposer(GAP44, H100)  # a fresh process: nothing in-process to remember
+    again = resumed.propose(ProposalContext(prompt="p", k=4, memory=memory, **st)).answers
+    assert {a.idea for a in again}.isdisjoint({a.idea for a in first})
+    forgetful = ask(OfflineProposer(GAP44, H100), st, 4)  # without the memory it would have proposed them again
+    assert [a.idea for a in forgetful] == [a.idea for a in first]
+
+
+def test_the_memory_counts_a_familys_failures_and_names_the_parents_variant():
+    st = state("memory-fusion", GAP44.start.read_text(), seed_profile(), [])
+    first = ask(OfflineProposer(GAP44, H100), st, 8)
+    verdicts = [Verdict.COMPILE_ERROR if a.idea.startswith("split:") else Verdict.CORRECT for a in first]
+    assert verdicts.count(Verdict.COMPILE_ERROR) >= 2
+    memory = remembered(OfflineProposer(GAP44, H100), first, verdicts)
+    nxt = OfflineProposer(GAP44, H100).propose(ProposalContext(prompt="p", k=8, memory=memory, **st)).answers
+    assert all(not a.idea.startswith("split:") for a in nxt)  # the failures are the memory's, not this process's
+    row = next(m for m in memory if m.idea.startswith("row:"))
+    p = OfflineProposer(GAP44, H100)
+    near_peak = state("memory-fusion", extract_code(first[[a.idea for a in first].index(row.idea)].text),
+                      near_peak_profile("gap_row_kernel"), [])
+    tuned = p.propose(ProposalContext(prompt="p", k=3, memory=memory, parent=row.candidate, **near_peak)).answers
+    # a fresh process knows the parent is its own row variant from the memory alone, and tunes around it
+    assert all("meta-parameter search around the current best" in a.text.splitlines()[0] for a in tuned)
+    blind = OfflineProposer(GAP44, H100).propose(ProposalContext(prompt="p", k=3, memory=memory, **near_peak)).answers
+    assert not any("meta-parameter search" in a.text for a in blind)  # not told the parent: it cannot know

@@ -34,6 +34,7 @@ def test_the_wheel_ships_templates_data_problems_and_migrations(installed):
     pkg = installed / "agent"
     for rel in ("prompts/memory-fusion.j2", "prompts/partials/target_gpu.j2", "data/gpus.toml", "data/stages.toml",
                 "data/metrics.toml", "data/prices.toml", "data/migrations/001_initial.sql", "data/kernels/ops.toml",
+                "prompts/partials/memory.j2", "data/migrations/004_search.sql",
                 "problems/gap44.py", "problems/gap44_start.py", "data/problems.toml", "problems/source.py",
                 "data/kernelbench/README.md", "data/kernelbench/kb_42_convt2d_gap_bias_lse_sum_mul.py"):
         assert (pkg / rel).is_file(), rel

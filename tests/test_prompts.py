@@ -70,6 +70,31 @@ def test_feedback_block_lists_verdicts_and_indented_messages():
     assert text.replace(block, "\n\n**Task**").encode() == render(seed_input()).encode()
 
 
+def test_memory_block_follows_the_feedback_and_an_empty_memory_leaves_the_seed_unchanged():
+    assert render(seed_input(memory=[])).encode("utf-8") == seed_text()
+    fb = [Feedback(candidate="#1", verdict=Verdict.INCORRECT, message="wrong")]
+    memory = ['i1-c1 from i0-c0 (memory-fusion): "split rows" → correct, 2 ms, 1.50x faster than its parent',
+              'i1-c2 from i0-c0 (memory-fusion): "atomics" → incorrect: incorrect in 6 of 6 trials']
+    text = render(seed_input(feedback=fb, memory=memory))
+    block = (
+        "\n\n[MEMORY]\n"
+        "What this run has already tried on this problem and what came of it, oldest first (each: candidate, the one it "
+        "started from, stage, the finding it was asked to address, its idea, verdict, time). Do not propose an idea again "
+        "that failed or made its parent slower; build on what made one faster.\n"
+        f"- {memory[0]}\n- {memory[1]}\n"
+        "\n**Task**"
+    )
+    assert "- #1: incorrect\n  wrong" + block in text
+    assert text.replace(block, "\n\n**Task**") == render(seed_input(feedback=fb))
+
+
+@pytest.mark.parametrize("stage", [s.name for s in load_stages()])
+def test_every_stage_shows_the_memory_block(stage):
+    text = render(seed_input(stage=get_stage(stage), memory=["i1-c1: tried"]))
+    assert "[MEMORY]" in text and "- i1-c1: tried\n" in text
+    assert text.index("[MEMORY]") < text.index("**Task**")
+
+
 def test_long_feedback_messages_keep_head_and_tail():
     message = "HEAD " + "x" * 10_000 + " TAIL"
     text = render(seed_input(feedback=[Feedback(candidate="c", verdict=Verdict.RUNTIME_ERROR, message=message)]))

@@ -365,9 +365,9 @@ def test_migrations_are_applied_once(tmp_path: Path) -> None:
     with Store(tmp_path) as s:
         new_run(s)
         versions = [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")]
-    assert versions == [1, 2, 3]
+    assert versions == [1, 2, 3, 4]
     with Store(tmp_path) as s:  # reopening applies nothing again and keeps the data
-        assert [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")] == [1, 2, 3]
+        assert [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")] == [1, 2, 3, 4]
         assert apply_migrations(s.db) == []
         assert len(s.list_runs()) == 1
 
@@ -402,6 +402,7 @@ def test_an_index_from_before_the_two_clocks_reads_its_times_as_device_time(tmp_
     cols = [r[1] for r in db.execute("PRAGMA table_info(candidates)")]
     for col in cols[cols.index("objective"):]:
         db.execute(f"ALTER TABLE candidates DROP COLUMN {col}")
+    db.execute("ALTER TABLE iterations DROP COLUMN groups")  # migration 4's
     db.execute("DELETE FROM schema_migrations WHERE version >= 2")
     db.close()
     assert [v for v, _, _ in packaged_migrations()][:2] == [1, 2]
@@ -606,3 +607,33 @@ def test_eight_processes_opening_one_fresh_store_at_once_all_get_it(tmp_path: Pa
         assert [p.returncode for p in procs] == [0] * 8, errors
         with Store(root) as s:
             assert len(s.list_runs()) == 8
+
+
+# ---------------------------------------------------------------- the search's records (issue 18)
+
+
+def test_a_candidates_parent_idea_and_finding_and_an_iterations_groups_survive_a_reindex(store: Store) -> None:
+    from agent.schema import Group
+
+    run = new_run(store, search="beam")
+    groups = [Group(parent=None, stage="memory-fusion", k=2, prompt="first"),
+              Group(parent=f"{run}-i0-c0", stage="tuning", k=1, prompt="second")]
+    store.record_iteration(run, 1, "memory-fusion", "first", "requested", None, groups)
+    c = candidate(store, run, 1, 1, result()).model_copy(update={"parent": f"{run}-i0-c0", "idea": "split rows",
+                                                                 "finding": "small-grid"})
+    store.record_candidate(c)
+    for s in (store, Store(store.root)):
+        if s is not store:
+            s.reindex()
+        got = s.get_candidate(c.id)
+        assert (got.parent, got.idea, got.finding) == (f"{run}-i0-c0", "split rows", "small-grid")
+        [it] = s.iterations(run)
+        assert it.groups == groups and it.plan(3) == groups
+        assert s.leaderboard(run=run)[0].parent == f"{run}-i0-c0"
+
+
+def test_an_iteration_recorded_before_groups_reads_as_one_group_of_its_prompt_and_best(store: Store) -> None:
+    run = new_run(store)
+    it = store.record_iteration(run, 1, "memory-fusion", "the prompt", "requested", f"{run}-i0-c0")
+    [g] = it.plan(4)
+    assert (g.parent, g.stage, g.k, g.prompt) == (f"{run}-i0-c0", "memory-fusion", 4, "the prompt")

@@ -136,8 +136,26 @@ def test_renderables_render() -> None:
     assert "3.52×" in text and "88.7 %" in text and "CPU-mode" in text
     assert "runtime_error" in text and "[bold]boom[/]" in text  # messages are text, never markup
     assert "1,500 tokens" in text and RUN in text
+    assert "search      greedy, memory off" in text  # RunConfig's own defaults: what runs before issue 18 had
 
 
 def test_short_candidate_ids_keep_the_run_tag() -> None:
     assert short_candidate_id(f"{RUN}-i3a2-c1", RUN) == "3fa2-i3a2-c1"
     assert short_candidate_id("other", RUN) == "other"
+
+
+def test_the_full_leaderboard_and_a_candidate_say_where_each_candidate_started() -> None:
+    c, buf = console()
+    base = dict(run=RUN, problem="gap44", stage="memory-fusion", verdict=Verdict.CORRECT, candidate_ms=0.5)
+    rows = [LeaderRow(rank=1, candidate=f"{RUN}-i2-c1", iteration=2, parent=f"{RUN}-i1-c2", **base),
+            LeaderRow(rank=2, candidate=f"{RUN}-i0-c0", iteration=0, **base)]
+    c.print(leaderboard_table(rows))
+    header, first, second = [line for line in buf.getvalue().splitlines() if RUN[:8] in line or "parent" in line][:3]
+    assert header.split()[:3] == ["#", "candidate", "parent"]
+    assert first.split()[2] == "i1-c2" and second.split()[2] == "–"
+    assert "parent" not in str(leaderboard_table(rows, compact=True).columns[2].header)
+    c2, buf2 = console()
+    child = cand(2, Verdict.CORRECT, 0.4).model_copy(update={"parent": f"{RUN}-i1-c2", "idea": "split rows",
+                                                           "finding": "small-grid"})
+    c2.print(candidate_view(child))
+    assert f"parent     {RUN}-i1-c2" in buf2.getvalue() and "idea       split rows  (for small-grid)" in buf2.getvalue()

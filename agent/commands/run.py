@@ -45,6 +45,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--start", choices=("problem", "inductor", "both"), help="iteration 0's answers: the problem's "
                    "starting kernel, torch.compile's own kernels made into an answer (GPU only: captured in a "
                    "sandboxed worker at the problem's sizes), or both (default: problem)")
+    p.add_argument("--search", choices=("greedy", "beam", "tree"), help="where each sample of a round starts from: "
+                   "greedy (the run's best; default), beam (the --beam best distinct candidates), tree (a UCT score of "
+                   "each candidate's gain and how little it was explored: README)")
+    p.add_argument("--beam", type=int, metavar="B", help="--search beam: how many of the best distinct candidates "
+                   "are parents (default: 3)")
+    p.add_argument("--memory", choices=("on", "off"), help="a [MEMORY] block of what the run tried and what came of "
+                   "it in every prompt (default: on)")
+    p.add_argument("--max-candidates", type=int, metavar="N", help="stop once N proposals were judged (a round is "
+                   "cut to fit; with --resume: change it)")
+    p.add_argument("--max-minutes", type=float, metavar="M", help="start no round after M minutes of this command "
+                   "(a running round finishes; with --resume: change it)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run")
     p.add_argument("--root", type=Path, default=None, metavar="DIR",
                    help="directory holding candidates/ and profiles/ (default: the config's store.root, else .)")
@@ -63,11 +74,14 @@ MAX_SAMPLES = 256
 # for more iterations, a bigger budget) and the others may not (they define what the run measures).
 DEFAULTS = {"stage": "memory-fusion", "problem": "gap44", "gpu": "auto", "iterations": 5, "samples": 4,
             "model": "gpt-4o", "patience": 3, "objective": "latency", "seed": 0, "llm_timeout": 300.0,
-            "llm_retries": 4, "diagnosis": "on", "start": "problem"}
+            "llm_retries": 4, "diagnosis": "on", "start": "problem", "search": "greedy", "beam": 3, "memory": "on"}
 RESUMABLE = {"iterations": "iterations", "samples": "samples", "patience": "patience", "budget_usd": "budget_usd",
-             "timeout": "timeout_s", "llm_timeout": "llm_timeout_s", "llm_retries": "llm_retries"}
+             "timeout": "timeout_s", "llm_timeout": "llm_timeout_s", "llm_retries": "llm_retries",
+             "max_candidates": "max_candidates", "max_minutes": "max_minutes"}
 FIXED = {"problem": "problem", "stage": "stage", "gpu": "gpu", "model": "model", "llm": "llm", "device": "device",
-         "objective": "objective", "seed": "seed", "diagnosis": "diagnosis", "start": "start"}
+         "objective": "objective", "seed": "seed", "diagnosis": "diagnosis", "start": "start", "search": "search",
+         "beam": "beam", "memory": "memory"}
+MAX_BEAM = 64
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,6 +111,14 @@ def run(args: argparse.Namespace) -> int:
         _positive(args.llm_retries, "--llm-retries", zero_ok=True)
     if args.budget_usd is not None and not args.budget_usd > 0:
         raise UserError(f"--budget-usd must be > 0, got {args.budget_usd:g}")
+    if args.beam is not None:
+        _positive(args.beam, "--beam")
+        if args.beam > MAX_BEAM:
+            raise UserError(f"--beam {args.beam}: at most {MAX_BEAM} parents")
+    if args.max_candidates is not None:
+        _positive(args.max_candidates, "--max-candidates")
+    if args.max_minutes is not None and not args.max_minutes > 0:  # also refuses nan
+        raise UserError(f"--max-minutes must be > 0, got {args.max_minutes:g}")
     root = Path(args.root)
     if root.exists() and not root.is_dir():
         raise UserError(f"--root {root}: not a directory")
@@ -129,9 +151,10 @@ def run(args: argparse.Namespace) -> int:
             progress.message("no OPENAI_API_KEY: using the embedded offline proposer (no LLM)")
         target = a.gpu.name + (", the seed's GPU: --gpu NAME to choose" if config.gpu == "auto" and
                                config.device == "cpu" else "")
+        search = config.search + (f" {config.beam}" if config.search == "beam" else "")
         progress.message(f"run {a.run_id}: {a.problem.name} on {config.device} (target {target}), stage "
-                         f"{config.stage}, {config.iterations} iterations × {config.samples} samples, proposer "
-                         f"{proposer.name}")
+                         f"{config.stage}, {config.iterations} iterations × {config.samples} samples, search "
+                         f"{search}, proposer {proposer.name}")
         parts = wiring.build_parts(a, proposer)
         try:
             outcome = loop.run(config, a.run_id, problem=a.problem, gpu=a.gpu, parts=parts, store=store,
@@ -183,7 +206,9 @@ def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
                            llm_timeout_s=args.llm_timeout, llm_retries=args.llm_retries,
                            budget_usd=args.budget_usd, device=device, patience=args.patience,
                            timeout_s=args.timeout, objective=args.objective, seed=args.seed, root=args.root,
-                           diagnosis=args.diagnosis == "on", start=args.start)
+                           diagnosis=args.diagnosis == "on", start=args.start, search=args.search, beam=args.beam,
+                           memory=args.memory == "on", max_candidates=args.max_candidates,
+                           max_minutes=args.max_minutes)
     wiring.check_llm(config.llm, store)  # a bad --llm is one line, before any other output
     return wiring.Assembly(config=config, problem=problem, gpu=resolve_gpu(config.gpu, warn=config.device == "cuda"),
                            store=store, placement=placement(args.gpus, args.cluster, config.device), run_id=run_id,
@@ -196,7 +221,7 @@ def _resumed_config(args: argparse.Namespace, config):  # -> RunConfig
     for flag, field in FIXED.items():
         given = getattr(args, flag)
         had = getattr(config, field)
-        if flag == "diagnosis":  # on/off on the command line, a bool in the config
+        if flag in ("diagnosis", "memory"):  # on/off on the command line, a bool in the config
             had = "on" if had else "off"
         if given is not None and given != had:
             raise UserError(f"--{flag.replace('_', '-')} {given}: run {args.resume} was started with "

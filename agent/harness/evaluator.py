@@ -29,12 +29,14 @@ class RoundRequests(Model):
     bandwidth_gbs: float | None = Field(default=None, description="the local GPU's peak (the timing floor)")
     gpu_lock: Path | None = Field(default=None, description="the GPU's lock, where several workers share it")
 
-    def for_round(self, sources: list[str], stage: Stage, round_: int) -> list[EvalRequest]:
-        """A fresh seed per round: every round draws new inputs; the candidates of one round share the truth."""
-        return [EvalRequest(source=s, problem=self.problem, stage=stage, device=self.device, timeout_s=self.timeout_s,
+    def for_round(self, sources: list[str], stage: Stage | list[Stage], round_: int) -> list[EvalRequest]:
+        """A fresh seed per round: every round draws new inputs; the candidates of one round share the truth. `stage`:
+        the round's, or one per source."""
+        stages = stage if isinstance(stage, list) else [stage] * len(sources)
+        return [EvalRequest(source=s, problem=self.problem, stage=st, device=self.device, timeout_s=self.timeout_s,
                             objective=self.objective, cache_dir=self.cache_dir, seed=round_seed(self.seed, round_),
                             hide=self.hide, bandwidth_gbs=self.bandwidth_gbs, gpu_lock=self.gpu_lock)
-                for s in sources]
+                for s, st in zip(sources, stages, strict=True)]
 
 
 class LocalEvaluator:
@@ -46,6 +48,7 @@ class LocalEvaluator:
         self.shared = Shared()
         self.round = 0
 
-    def evaluate(self, sources: list[str], stage: Stage, on_result: OnResult | None = None) -> list[EvalResult]:
+    def evaluate(self, sources: list[str], stage: Stage | list[Stage],
+                 on_result: OnResult | None = None) -> list[EvalResult]:
         self.round += 1
         return evaluate_many(self.requests.for_round(sources, stage, self.round), self.shared, on_result=on_result)

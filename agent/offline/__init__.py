@@ -15,8 +15,10 @@ a `Plan`; `render()` writes one `Variant` of it as a complete KernelBench-style 
 
 What to try first follows the metrics (a grid small against the SM count or few warps active: more
 programs; DRAM near peak: meta-parameter search around the current best); every answer's first line says
-what changed and which figures led to it. State lives in the instance: no variant is proposed twice in a run,
-and the same observations give the same proposals.
+what changed and which figures led to it. No variant is proposed twice in a run: the instance remembers what it
+emitted, and the run's memory (ProposalContext.memory, whose ideas are the variants' own `Variant.idea()`) says
+what any earlier process of the run tried and how it went, so a resumed run goes on where it stopped. The same
+observations give the same proposals.
 
 Modules, one job each:
     models     Plan (what the problem computes), Variant (one point of the search), Unsupported
@@ -54,6 +56,7 @@ from agent.offline.planner import (
 )
 from agent.offline.recognise import recognise
 from agent.offline.render import TEMPLATES, render
+from agent.memory import MemoryEntry
 from agent.protocols import Proposal, ProposalContext
 from agent.schema import (
     Answer,
@@ -91,6 +94,8 @@ class OfflineProposer:
         self._emitted: dict[tuple, str] = {}  # variant key -> code, in proposal order
         self._by_code: dict[str, Variant] = {}
         self._failed: dict[str, int] = {}  # family -> failed candidates
+        self._tried: set[tuple] = set()  # variant keys the run's memory holds (earlier processes of the run included)
+        self._parent: Variant | None = None  # the parent's variant, as the memory names it
         self._stage = "memory-fusion"
         self._code = ""
         self._profile: Profile | None = None
@@ -102,6 +107,9 @@ class OfflineProposer:
         """k new variants for the context's state (fewer when the space is spent or the problem is not of a known
         family). The prompt itself is not read: the current best, its metrics and the last results are."""
         self._observe(ctx.stage, ctx.code, ctx.profile, ctx.results)
+        self._parent = None
+        if ctx.memory:
+            self._recall(ctx.memory, ctx.parent)
         self._findings = list(ctx.findings)
         return Proposal(answers=self._propose(ctx.k))
 
@@ -113,6 +121,24 @@ class OfflineProposer:
                 self._failed[v.family] = self._failed.get(v.family, 0) + 1
                 log.info("offline: %s variant %s failed (%s)", v.family, v.params(), r.verdict)
 
+    def _recall(self, memory: list[MemoryEntry], parent: str | None) -> None:
+        """What the run tried (all of it: the failures per family are counted from here, not from the last
+        round's results), and the parent's variant where the parent is one of ours."""
+        plan = self.plan()
+        if plan is None:
+            return
+        known = {v.idea(): v for family in SPACE for v in _around(family, None)}  # type: ignore[arg-type]
+        self._failed = {}
+        for m in memory:
+            v = known.get(m.idea)
+            if v is None:
+                continue
+            self._tried.add(v.key)
+            if m.verdict != Verdict.CORRECT:
+                self._failed[v.family] = self._failed.get(v.family, 0) + 1
+            if m.candidate == parent:
+                self._parent = v
+
     def _propose(self, k: int) -> list[Answer]:
         plan = self.plan()
         if plan is None:
@@ -122,12 +148,13 @@ class OfflineProposer:
         for variant, why in self.ranked(plan):
             if len(answers) == k:
                 break
-            if variant.key in self._emitted:
+            if variant.key in self._emitted or variant.key in self._tried:
                 continue
             code = render(plan, variant, self.gpu)
             self._emitted[variant.key] = code
             self._by_code[code.strip()] = variant
-            answers.append(Answer(text=f"{why}\n\n```python\n{code}```\n", model=MODEL, usage=Usage()))
+            answers.append(Answer(text=f"{why}\n\n```python\n{code}```\n", model=MODEL, usage=Usage(),
+                                  idea=variant.idea()))
         return answers
 
     def plan(self) -> Plan | None:
@@ -141,8 +168,8 @@ class OfflineProposer:
     # -- choosing
 
     def current(self) -> Variant | None:
-        """The current best, when it is one of ours."""
-        return self.variant_of(self._code)
+        """The current best (the parent whose code the context shows), when it is one of ours."""
+        return self.variant_of(self._code) or self._parent
 
     def variant_of(self, code: str) -> Variant | None:
         """The variant this proposer rendered as `code`, if it did."""

@@ -66,6 +66,10 @@ class Variant(_Model):
     def key(self) -> tuple:
         return (self.family, self.block, self.warps, self.stages, self.split)
 
+    def idea(self) -> str:
+        """'split: 4 programs/row, BLOCK 2048, 4 warps, 2 stages': the memory's idea for this variant (one per key)."""
+        return f"{self.family}: {self.params()}"
+
     def params(self) -> str:
         """'BLOCK 4096, 8 warps, 2 stages', with the family's own knob first."""
         rest = f"{self.warps} warps, {self.stages} stage{'s' * (self.stages > 1)}"

@@ -28,7 +28,8 @@ class ScaleEvaluator:
         self.candidates = 0
         self.busy_s = 0.0
 
-    def evaluate(self, sources: list[str], stage: Stage, on_result: OnResult | None = None) -> list[EvalResult]:
+    def evaluate(self, sources: list[str], stage: Stage | list[Stage],
+                 on_result: OnResult | None = None) -> list[EvalResult]:
         from agent.harness.settings import settings
 
         self.round += 1

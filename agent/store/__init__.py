@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from agent.errors import UserError
-from agent.schema import Answer, Candidate, EvalResult, Profile, RunConfig, Usage
+from agent.schema import Answer, Candidate, EvalResult, Group, Profile, RunConfig, Usage
 from agent.store import files, index
 from agent.store.files import write_atomic
 from agent.store.index import (
@@ -196,11 +196,12 @@ class Store:
     # ------------------------------------------------------------ iterations and calls
 
     def record_iteration(self, run_id: str, iteration: int, stage: str, prompt: str, reason: str,
-                         best_before: str | None) -> IterationRecord:
-        """Record the start of an iteration (a repeat after a resume becomes the next attempt)."""
+                         best_before: str | None, groups: list[Group] | None = None) -> IterationRecord:
+        """Record the start of an iteration (a repeat after a resume becomes the next attempt) with its groups
+        (agent.search: parent, stage, samples and prompt of each)."""
         attempt = self._attempt(run_id, iteration) + 1
         rec = IterationRecord(run_id=run_id, iteration=iteration, attempt=attempt, stage=stage, prompt=prompt,
-                              reason=reason, best_before=best_before, started_at=_now())
+                              reason=reason, best_before=best_before, started_at=_now(), groups=groups or [])
         files.write_iteration(self.candidates_dir, rec)
         with self._tx() as db:
             index.index_iteration(db, rec)

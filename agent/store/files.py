@@ -132,6 +132,9 @@ class _Meta(Model):
     answer: dict[str, Any] | None = Field(default=None, description="Answer without text and raw (own files)")
     has_raw: bool = False
     has_code: bool = False
+    parent: str | None = None
+    idea: str = ""
+    finding: str | None = None
 
 
 def candidate_suffix(iteration: int, attempt: int, index: int) -> str:
@@ -150,7 +153,8 @@ def _candidate_files(c: Candidate, attempt: int) -> dict[str, str]:
     if c.profile is not None:
         files["profile.json"] = c.profile.model_dump_json(indent=2) + "\n"
     meta = _Meta(id=c.id, run_id=c.run_id, iteration=c.iteration, attempt=attempt, index=c.index, stage=c.stage,
-                 created_at=c.created_at, has_code=c.code is not None,
+                 created_at=c.created_at, has_code=c.code is not None, parent=c.parent, idea=c.idea,
+                 finding=c.finding,
                  has_raw=c.answer is not None and c.answer.raw is not None,
                  answer=c.answer.model_dump(mode="json", exclude={"text", "raw"}) if c.answer else None)
     # written last in the temp dir: a directory with candidate.json is a complete one even outside the rename
@@ -190,7 +194,7 @@ def read_candidate(d: Path) -> tuple[Candidate, int]:
     c = Candidate(id=meta.id, run_id=meta.run_id, iteration=meta.iteration, index=meta.index, stage=meta.stage,
                   code=text("code.py") if meta.has_code else None, prompt=text("prompt.md"), answer=answer,
                   result=EvalResult.model_validate_json(text("result.json")), profile=profile,
-                  created_at=meta.created_at)
+                  parent=meta.parent, idea=meta.idea, finding=meta.finding, created_at=meta.created_at)
     return c, meta.attempt
 
 

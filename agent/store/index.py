@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from agent.ncu.metadata import DRAM, DURATION, longest_kernel
 from agent.redact import scrub
-from agent.schema import CLOCK_KEYS, Candidate, Profile, RunConfig, Usage
+from agent.schema import CLOCK_KEYS, Candidate, Group, Profile, RunConfig, Usage
 from agent.store.files import TMP_PREFIX, alive, load, read_candidate, run_dirs
 from agent.store.migrations import apply_migrations, packaged_migrations
 from agent.store.records import CallRecord, IterationRecord, RunRecord
@@ -185,9 +185,9 @@ def index_run(db: sqlite3.Connection, r: RunRecord) -> None:
 def index_iteration(db: sqlite3.Connection, r: IterationRecord) -> None:
     db.execute(
         "INSERT OR REPLACE INTO iterations (run_id, iteration, attempt, stage, prompt, reason, best_before,"
-        " started_at, completed) VALUES (?,?,?,?,?,?,?,?,?)",
+        " started_at, completed, groups) VALUES (?,?,?,?,?,?,?,?,?,?)",
         (r.run_id, r.iteration, r.attempt, r.stage, scrub(r.prompt), scrub(r.reason), r.best_before, _iso(r.started_at),
-         int(r.completed)),
+         int(r.completed), scrub(json.dumps([g.model_dump(mode="json") for g in r.groups]))),
     )
 
 
@@ -214,7 +214,7 @@ def index_candidate(db: sqlite3.Connection, c: Candidate, attempt: int, rel_dir:
         "completion_tokens": u.completion_tokens, "cost_usd": u.cost_usd, "priced": int(u.priced),
         "dram_pct": longest_kernel_dram_pct(c.profile),
         "bottleneck": c.profile.bottleneck.kind if c.profile and c.profile.bottleneck else None,
-        "created_at": _iso(c.created_at),
+        "parent": c.parent, "idea": scrub(c.idea), "finding": c.finding, "created_at": _iso(c.created_at),
     }
     db.execute(f"INSERT OR REPLACE INTO candidates ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
                list(row.values()))
@@ -290,7 +290,8 @@ def attempt(db: sqlite3.Connection, run_id: str, iteration: int) -> int:
 def iteration_from_row(r: sqlite3.Row) -> IterationRecord:
     return IterationRecord(run_id=r["run_id"], iteration=r["iteration"], attempt=r["attempt"], stage=r["stage"],
                            prompt=r["prompt"], reason=r["reason"], best_before=r["best_before"],
-                           started_at=datetime.fromisoformat(r["started_at"]), completed=bool(r["completed"]))
+                           started_at=datetime.fromisoformat(r["started_at"]), completed=bool(r["completed"]),
+                           groups=[Group.model_validate(g) for g in json.loads(r["groups"] or "[]")])
 
 
 def call_from_row(r: sqlite3.Row) -> CallRecord:

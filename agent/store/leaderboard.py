@@ -49,8 +49,9 @@ def leaderboard(db: sqlite3.Connection, problem: str | None = None, run_id: str 
         if correct:
             ranks[group] = ranks.get(group, 0) + 1
         rows.append(LeaderRow(
-            rank=ranks[group] if correct else None, candidate=r["id"], run=r["run_id"], problem=r["problem"], stage=r["stage"],
-            iteration=r["iteration"], verdict=Verdict(r["verdict"]), eager_ms=r["eager_ms"],
+            rank=ranks[group] if correct else None, candidate=r["id"], run=r["run_id"], problem=r["problem"],
+            stage=r["stage"], iteration=r["iteration"], parent=r["parent"], verdict=Verdict(r["verdict"]),
+            eager_ms=r["eager_ms"],
             compile_ms=r["compile_ms"], dram_pct=r["dram_pct"], **{k: r[k] for k in CLOCK_KEYS},
             tokens=r["prompt_tokens"] + r["completion_tokens"],
             cost_usd=r["cost_usd"] if r["priced"] or not r["prompt_tokens"] + r["completion_tokens"] else None,

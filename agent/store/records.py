@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agent.schema import Candidate, Model, RunConfig, Usage, Verdict
+from agent.schema import Candidate, Group, Model, RunConfig, Usage, Verdict
 
 RunStatus = Literal["running", "finished", "failed", "interrupted"]
 RUN_STATUSES: tuple[str, ...] = ("running", "finished", "failed", "interrupted")
@@ -44,6 +44,12 @@ class IterationRecord(Model):
     best_before: str | None = None
     started_at: datetime
     completed: bool = False
+    groups: list[Group] = Field(default_factory=list, description="the round's (parent, stage, samples, prompt) "
+                                "groups; empty in runs recorded before them (one group: best_before and prompt)")
+
+    def plan(self, samples: int) -> list[Group]:
+        """The round's groups, also for an iteration recorded before groups were."""
+        return self.groups or [Group(parent=self.best_before, stage=self.stage, k=samples, prompt=self.prompt)]
 
 
 class CallRecord(Model):
@@ -77,6 +83,7 @@ class LeaderRow(Model):
     problem: str
     stage: str
     iteration: int
+    parent: str | None = Field(default=None, description="the candidate whose code its prompt showed")
     verdict: Verdict
     objective: str | None = Field(default=None, description="the clock of candidate_ms and the plain speedups")
     candidate_ms: float | None = None

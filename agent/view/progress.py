@@ -117,7 +117,8 @@ class LiveProgress:
         with self._lock:
             self.landed += 1
         if self._emit_json("candidate", candidate=candidate.id, iteration=candidate.iteration, index=candidate.index,
-                           stage=candidate.stage, verdict=str(r.verdict), message=_first_line(r.message),
+                           stage=candidate.stage, parent=candidate.parent, verdict=str(r.verdict),
+                           message=_first_line(r.message),
                            duration_s=round(r.duration_s, 3), **_clock_keys(t)):
             return
         line = Text.assemble("  ", (f"#{candidate.index} ", "dim"), verdict_text(r.verdict))

@@ -30,8 +30,9 @@ if TYPE_CHECKING:  # the store pulls in sqlite and pydantic models; the view onl
 
 def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", *, compact: bool = False,
                       minimal: bool = False, why: bool = True) -> Table:
-    """Rank (within a problem and device), candidate (★ the run's own best; its id holds the iteration), run,
-    problem, stage, verdict, time, speedups, DRAM %, tokens, cost, and why a failed one failed.
+    """Rank (within a problem and device), candidate (★ the run's own best; its id holds the iteration), its parent
+    (the candidate it started from, where one was recorded), run, problem, stage, verdict, time, speedups, DRAM %,
+    tokens, cost, and why a failed one failed.
 
     compact (narrow terminals): no run or tokens column (a candidate id holds the run), ids
     shortened to the run's random tag plus the candidate part ('3fa2-i3-c1', which `agent show` accepts), shorter
@@ -49,7 +50,9 @@ def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", 
                   collapse_padding=True)
     objectives = {r.objective for r in rows if r.objective}
     mark = {c: " ◆" if objectives == {c} else "" for c in ("device", "latency")}
-    columns = [("#", "#", True), ("candidate", "candidate", True), ("run", "", full), ("problem", "problem", problems),
+    parents = any(r.parent for r in rows)
+    columns = [("#", "#", True), ("candidate", "candidate", True), ("parent", "", full and parents), ("run", "", full),
+               ("problem", "problem", problems),
                ("stage", "stage", True),
                ("verdict", "verdict", True), ("time", "time", compact),
                (f"device{mark['device']}", "", full), (f"latency{mark['latency']}", "", full), ("launches", "", full),
@@ -71,6 +74,9 @@ def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", 
         if r.run_best:
             label.append(" ★", style="bold green")
         cells: list[RenderableType] = [str(r.rank) if r.rank is not None else "–", label]
+        if full and parents:  # within its run: 'i1-c2' (the candidate's own id names the run)
+            cells.append(Text(r.parent[len(r.run) + 1:] if r.parent and r.parent.startswith(r.run + "-")
+                              else r.parent or "–"))
         if full:
             cells.append(Text(r.run))
         if problems:
@@ -134,6 +140,10 @@ def candidate_view(c: Candidate, *, prompt: bool = True, response: bool = True) 
     header.add_column()
     header.add_row("candidate", Text(c.id))
     header.add_row("run", Text(f"{c.run_id}  iteration {c.iteration}  #{c.index}  stage {c.stage}"))
+    if c.iteration >= 1:
+        header.add_row("parent", Text(c.parent or "none (no correct code yet: the prompt showed the starting code)"))
+    if c.idea:
+        header.add_row("idea", Text(c.idea + (f"  (for {c.finding})" if c.finding else "")))
     header.add_row("verdict", verdict_text(r.verdict))
     if c.answer is not None:
         u = c.answer.usage
@@ -224,6 +234,8 @@ def run_summary(run: RunRecord, top: list[LeaderRow] | None = None) -> Renderabl
     g.add_row("status", Text(run.status, style=status_style))
     g.add_row("problem", f"{cfg.problem}  stage {cfg.stage}  on {run.gpu} ({run.device})")
     g.add_row("proposer", f"{cfg.llm}" + (f" ({cfg.model})" if cfg.llm.startswith("openai") else ""))
+    g.add_row("search", f"{cfg.search}" + (f" {cfg.beam}" if cfg.search == "beam" else "")
+              + f", memory {'on' if cfg.memory else 'off'}")
     g.add_row("objective", f"{cfg.objective} (" + ("a synchronized call, host included" if cfg.objective == "latency"
                                                   else "GPU time of calls queued back to back") + ")")
     g.add_row("iterations", f"{run.iterations} of {cfg.iterations}, {run.candidates} candidates")
