@@ -9,7 +9,7 @@ Where there is no counter (no NVML library or driver, an older GPU, a GPU NVML c
 `open_counter` returns the reason in words instead: every figure then says "energy: not measured: <reason>".
 
 The counter advances in steps (tens of ms apart): a figure read over a window of a few steps is mostly step. So
-`tick()` waits for the counter to change, which starts a window on a fresh reading, and `period_ms()` measures the
+`tick()` waits for the counter to change: a window then starts (or ends) on a fresh reading, and two ticks give the
 step, from which the timing loop sizes its windows (agent.harness.timing.Bench.energy).
 """
 
@@ -44,11 +44,6 @@ class EnergyCounter:
             if now > give_up:
                 return None
 
-    def period_ms(self, wait_s: float = TICK_WAIT_S) -> float | None:
-        """Milliseconds between two steps of the counter (None: it did not step twice within `wait_s` each)."""
-        a = self.tick(wait_s)
-        b = self.tick(wait_s) if a is not None else None
-        return None if a is None or b is None else (b[1] - a[1]) * 1000.0
 
 
 def open_counter(device: int = 0) -> EnergyCounter | str:

@@ -175,6 +175,7 @@ class BenchStats(Model):
     energy_calls: int = Field(default=0, description="calls per block")
     energy_period_ms: float | None = Field(default=None, description="the counter's step, as measured")
     power_w: float | None = Field(default=None, description="mean power over the median block")
+    idle_w: float | None = Field(default=None, description="the GPU's idle power, as the counter read it before")
     energy_note: str = Field(default="", description="why energy was not measured")
 
 

@@ -15,6 +15,8 @@ lines the timed kernel must write back: measured 188.5 vs 178.9 us for a plain G
   of its inputs but with no flush and no head start, so the figure is the call's own (plus the refill's, the same for
   every candidate and baseline) at its full rate: a host-bound call's idle gaps between kernels count, as they do in
   a stream of such calls. Per call: the block's energy / its calls; the median of a few blocks, their spread beside it.
+  The counter advances in steps of tens of ms: blocks start on a step, end on the next step after the GPU finished
+  (less the idle energy since), and last at least ten steps.
 CPU mode: a few wall-clock calls, marked not meaningful; every one of them is checked; no energy.
 
 Everything the loop calls (events, synchronize, the flush's sum, the fill, the energy counter) is a reference taken
@@ -181,21 +183,26 @@ class Bench:
     def energy(self, stats: BenchStats, base: int) -> None:
         """Energy per call into `stats` (energy_mj and its spread over blocks), or why not (energy_note).
 
-        Each block starts on a fresh step of the counter (EnergyCounter.tick), queues calls back to back for at least
-        energy_block_ms and energy_periods of the counter's steps, and ends when the GPU has run them all: the reading
-        then misses at most the last step's share (under 1 / energy_periods of the block). The calls at the plan's
-        energy positions run on inputs the reference knows (pool indices from `base`) and come back to be checked.
+        The counter moves in steps: two of them with the GPU idle give its step and the idle power. Each block starts
+        on a fresh step, queues calls back to back for at least energy_block_ms and energy_periods steps, waits for
+        the GPU to run them all, then for the counter's next step: that reading holds all of the block's energy plus
+        the idle time since the GPU finished, which is taken off at the idle power. The calls at the plan's energy
+        positions run on inputs the reference knows (pool indices from `base`) and come back to be checked.
         """
         t, cfg, counter = self.t, self.cfg, self.t.energy
         if counter is None:
             stats.energy_note = self.t.energy_note
             return
-        period = counter.period_ms()
-        if period is None:
+        t.sync()
+        first = counter.tick()
+        second = counter.tick() if first is not None else None
+        if first is None or second is None:
             stats.energy_note = f"{counter.label}'s energy counter did not advance within a second"
             return
+        period_s = max(second[1] - first[1], 1e-6)
+        idle_w = (second[0] - first[0]) / 1000.0 / period_s
         call_ms = max(stats.median_ms, stats.host_ms or 0.0, 1e-3)  # back to back, the slower of host and GPU paces it
-        block_ms = max(cfg.energy_block_ms, cfg.energy_periods * period)
+        block_ms = max(cfg.energy_block_ms, cfg.energy_periods * period_s * 1000.0)
         per_block = int(min(cfg.energy_max_calls, max(1, math.ceil(block_ms / call_ms))))
         total = per_block * cfg.energy_blocks
         at = dict(zip(sample_indices(self.plan.energy_positions, total),
@@ -217,15 +224,20 @@ class Bench:
                 if i in at:  # a copy on the GPU, brought back after the block: a copy to the host would stall it
                     kept.append((at[i], [t.clone(o) for o in flatten(out)[1]]))
             t.sync()
-            end_mj, end_s = counter.read(), t.perf_counter()
-            per_call.append((end_mj - start[0]) / per_block)
-            powers.append((end_mj - start[0]) / 1000.0 / max(end_s - start[1], 1e-9))
+            done = t.perf_counter()
+            end = counter.tick()
+            if end is None:
+                stats.energy_note = f"{counter.label}'s energy counter stopped advancing"
+                return
+            mj = end[0] - start[0] - idle_w * max(end[1] - done, 0.0) * 1000.0
+            per_call.append(mj / per_block)
+            powers.append(mj / 1000.0 / max(done - start[1], 1e-9))
         for _, outs in kept:
             self.outputs.append([t.to(o, "cpu") for o in outs])
         stats.sampled += [k for k, _ in kept]
         stats.energy_mj, stats.energy_spread_pct = statistics.median(per_call), spread_pct(per_call)
-        stats.energy_blocks, stats.energy_calls, stats.energy_period_ms = cfg.energy_blocks, per_block, period
-        stats.power_w = statistics.median(powers)
+        stats.energy_blocks, stats.energy_calls, stats.energy_period_ms = cfg.energy_blocks, per_block, period_s * 1000
+        stats.power_w, stats.idle_w = statistics.median(powers), idle_w
         if self.launch_counts:  # the energy loop's calls are timed calls too: each must launch the candidate's kernels
             stats.launches_min, stats.launches_max = min(self.launch_counts), max(self.launch_counts)
 
