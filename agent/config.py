@@ -42,7 +42,7 @@ class RunDefaults(_Section):
     patience: int | None = Field(default=None, ge=1)
     budget_usd: float | None = Field(default=None, gt=0)
     timeout: float | None = Field(default=None, gt=0, description="per-candidate limit, seconds")
-    objective: Literal["latency", "device"] | None = None
+    objective: Literal["latency", "device", "energy"] | None = None
     device: Literal["cuda", "cpu"] | None = None
     seed: int | None = None
     diagnosis: Literal["on", "off"] | None = None

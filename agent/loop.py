@@ -53,7 +53,7 @@ class Best(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
     candidate: str
     code: str
-    ms: float = Field(description="on the run's objective clock")
+    ms: float = Field(description="on the run's objective (mJ per call where it is energy and was measured)")
     spread_pct: float
     profile: Profile | None = None
     timing: Timing | None = Field(default=None, description="both clocks, for the prompt and --stage auto")
@@ -329,8 +329,12 @@ def _faster(result: EvalResult, best: Best | None, objective: Objective) -> bool
     if best is None:
         return True
     ms, spread = result.timing.clock(objective)
-    noise = max(MIN_GAIN, (spread + best.spread_pct) / 200)
-    return ms < best.ms * (1 - noise)
+    theirs, their_spread = best.ms, best.spread_pct
+    if best.timing is not None and best.timing.ranks_by(objective) != result.timing.ranks_by(objective):
+        # energy measured for one of them only: compare what both have, never mJ with ms
+        (ms, spread), (theirs, their_spread) = result.timing.clock("latency"), best.timing.clock("latency")
+    noise = max(MIN_GAIN, (spread + their_spread) / 200)
+    return ms < theirs * (1 - noise)
 
 
 def _best_of_round(ctx: _Ctx, cands: list[Candidate], best: Best | None) -> tuple[Best | None, set[str]]:

@@ -176,7 +176,10 @@ def timing_text(timing: Timing | None, objective: Objective) -> str:
     ]
     if timing.launches is not None:
         lines.append(f"Kernel launches per forward: {timing.launches}")
-    lines.append(f"Optimized clock: {'latency per call' if objective == 'latency' else 'GPU time'}")
+    if timing.energy_mj is not None:
+        lines.append(f"GPU energy per forward: {timing.energy_mj:.4g} mJ (NVML's counter, calls queued back to back)")
+    clock = {"latency": "latency per call", "device": "GPU time"}.get(objective, "GPU energy per forward")
+    lines.append(f"Optimized clock: {clock}")
     host = host_bound(timing)
     if host is not None:
         lines.append(f"Host-bound: the call takes {timing.latency_ms / timing.device_ms:.1f}x its GPU time; "

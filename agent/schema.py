@@ -167,12 +167,15 @@ class Check(Model):
     note: str = ""
 
 
-Objective = Literal["device", "latency"]
+# What ranks candidates: one of the two clocks, or the GPU's energy per call (agent.harness.energy).
+Objective = Literal["device", "latency", "energy"]
+OBJECTIVES: tuple[Objective, ...] = ("latency", "device", "energy")
 SearchPolicy = Literal["greedy", "beam", "tree"]
 # What a leaderboard row, `--json` progress events and the store index carry of a Timing, in this order.
 CLOCK_KEYS = ("objective", "candidate_ms", "speedup_vs_eager", "speedup_vs_compile", "device_ms", "latency_ms",
               "host_ms", "launches", "device_speedup_vs_eager", "latency_speedup_vs_eager", "device_speedup_vs_compile",
-              "latency_speedup_vs_compile")
+              "latency_speedup_vs_compile", "energy_mj", "energy_note")
+NOT_RECORDED = "recorded before energy was measured"
 
 
 class Timing(Model):
@@ -181,8 +184,12 @@ class Timing(Model):
     device:  CUDA events around calls queued back to back, each after an L2 flush: the GPU's time for a forward.
     latency: one synchronized call from an idle GPU (after a flush), host dispatch included: what a caller of
              forward waits. A host-bound candidate (launches and Python slower than its kernels) differs 2-4x.
-    candidate_ms, eager_ms, compile_ms and the speedups follow `objective`, the clock the run optimizes; the
+    candidate_ms, eager_ms, compile_ms and the speedups follow `objective`, the clock the run optimizes (with the
+    energy objective: the device clock, the one whose calls run back to back as the energy loop's do); the
     clock-named fields are there whatever the objective.
+
+    energy: the GPU's energy per call in mJ (NVML's counter around blocks of calls queued back to back; spread over
+            the blocks), for the candidate and each baseline. Where it was not measured, energy_note says why.
     """
 
     objective: Objective = "device"
@@ -208,6 +215,16 @@ class Timing(Model):
     latency_speedup_vs_eager: float | None = None
     device_speedup_vs_compile: float | None = None
     latency_speedup_vs_compile: float | None = None
+    energy_mj: float | None = Field(default=None, description="GPU energy per call, millijoules")
+    energy_spread_pct: float | None = None
+    eager_energy_mj: float | None = None
+    eager_energy_spread_pct: float | None = None
+    compile_energy_mj: float | None = None
+    compile_energy_spread_pct: float | None = None
+    energy_vs_eager: float | None = Field(default=None, description="eager's energy per call / the candidate's")
+    energy_vs_compile: float | None = None
+    power_w: float | None = Field(default=None, description="the GPU's mean power while the calls ran back to back")
+    energy_note: str = Field(default="", description="why energy_mj is None")
     repeats: int
     meaningful: bool = Field(description="False in CPU mode: interpreter timings say nothing about the GPU")
     note: str = ""
@@ -224,6 +241,8 @@ class Timing(Model):
                         latency_ms=wall, eager_device_ms=data.get("eager_ms"), compile_device_ms=data.get("compile_ms"),
                         device_speedup_vs_eager=data.get("speedup_vs_eager"),
                         device_speedup_vs_compile=data.get("speedup_vs_compile"))
+        if isinstance(data, dict) and data.get("energy_mj") is None and not data.get("energy_note"):
+            data = {**data, "energy_note": NOT_RECORDED}  # a record from before energy: say so, never a blank
         return data
 
     def keys(self) -> dict[str, Any]:
@@ -231,12 +250,22 @@ class Timing(Model):
         return {k: getattr(self, k) for k in CLOCK_KEYS}
 
     def clock(self, objective: Objective) -> tuple[float, float]:
-        """(median ms, spread %) of the candidate on `objective`'s clock (the run's clock where it lacks one)."""
+        """(median, spread %) of the candidate on `objective`: ms on a clock (the run's clock where it lacks one), mJ
+        per call for energy (where energy was not measured: the latency clock, so a run without a counter still
+        ranks; `ranks_by` says which)."""
+        if objective == "energy":
+            if self.energy_mj is not None:
+                return self.energy_mj, self.energy_spread_pct if self.energy_spread_pct is not None else 0.0
+            objective = "latency"
         if objective == "latency" and self.latency_ms is not None:
             return self.latency_ms, self.latency_spread_pct if self.latency_spread_pct is not None else 0.0
         if objective == "device" and self.device_ms is not None:
             return self.device_ms, self.device_spread_pct if self.device_spread_pct is not None else 0.0
         return self.candidate_ms, self.candidate_spread_pct
+
+    def ranks_by(self, objective: Objective) -> Objective:
+        """What clock() measures for `objective`: energy falls back to latency where energy was not measured."""
+        return "latency" if objective == "energy" and self.energy_mj is None else objective
 
 
 class EvalResult(Model):

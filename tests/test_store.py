@@ -365,9 +365,9 @@ def test_migrations_are_applied_once(tmp_path: Path) -> None:
     with Store(tmp_path) as s:
         new_run(s)
         versions = [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")]
-    assert versions == [1, 2, 3, 4]
+    assert versions == [1, 2, 3, 4, 5]
     with Store(tmp_path) as s:  # reopening applies nothing again and keeps the data
-        assert [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")] == [1, 2, 3, 4]
+        assert [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")] == [1, 2, 3, 4, 5]
         assert apply_migrations(s.db) == []
         assert len(s.list_runs()) == 1
 

@@ -66,6 +66,8 @@ class SimGpu:
 
     normal_ = None
     generator = None
+    energy = None  # no energy counter unless a test gives it one (tests/test_energy.py)
+    energy_note = "a simulated GPU without an energy counter"
 
     def forward(self) -> torch.Tensor:
         self.calls += 1

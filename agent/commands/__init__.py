@@ -3,4 +3,4 @@
 Modules here must import nothing heavy at import time: `agent --help` builds every parser.
 """
 
-COMMAND_MODULES = ("run", "runs", "evaluate", "profiling", "catalog", "config")
+COMMAND_MODULES = ("run", "runs", "report", "evaluate", "profiling", "catalog", "config")

@@ -28,8 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where to run (default: cuda when available, else cpu with TRITON_INTERPRET=1)")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="wall-clock limit for the candidate (default: scaled to the problem's eager time on a GPU)")
-    p.add_argument("--objective", choices=["latency", "device"], default="latency",
-                   help="the clock of the plain time and speedups (both clocks are always shown)")
+    p.add_argument("--objective", choices=["latency", "device", "energy"], default="latency",
+                   help="the clock of the plain time and speedups (both clocks, and energy where measured, are "
+                        "always shown; energy: the device clock's)")
     p.add_argument("--no-timing", action="store_true", help="validate only")
     p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
                    help="where truths and baselines are kept across runs (default: $XDG_CACHE_HOME/agent or "

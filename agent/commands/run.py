@@ -36,9 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "iterations without improvement")
     p.add_argument("--timeout", type=float, default=None, metavar="S",
                    help="per-candidate wall-clock limit (default: scaled to the problem's eager time on a GPU)")
-    p.add_argument("--objective", choices=["latency", "device"],
-                   help="the clock candidates are ranked by: latency (a synchronized call, host included; default) "
-                        "or device (GPU time of calls queued back to back)")
+    p.add_argument("--objective", choices=["latency", "device", "energy"],
+                   help="what candidates are ranked by: latency (a synchronized call, host included; default), "
+                        "device (GPU time of calls queued back to back) or energy (the GPU's energy per call, from "
+                        "NVML; where it cannot be measured, latency)")
     p.add_argument("--seed", type=int, help="seed for weights and validation inputs (default: 0)")
     p.add_argument("--diagnosis", choices=("on", "off"), help="a [DIAGNOSIS] block of findings from the current "
                    "best's profile and clocks in every prompt (default: on)")
@@ -143,7 +144,9 @@ def run(args: argparse.Namespace) -> int:
     with LiveProgress(mode, total_iterations=config.iterations, best=best,
                       heartbeat_s=user.progress.heartbeat_s) as progress:
         if a.run_id is None:
-            a.run_id = store.create_run(config, gpu=a.gpu.name, device=config.device)
+            from agent.versions import versions
+
+            a.run_id = store.create_run(config, gpu=a.gpu.name, device=config.device, versions=versions())
         else:
             store.reopen_run(a.run_id, config)  # with the flags a resume may change
         calls.run_id, a.progress = a.run_id, progress
@@ -248,7 +251,9 @@ def _show(args: argparse.Namespace, store, run_id: str, outcome, summary: str | 
     if summary:
         out.print(summary)
     if outcome.best:
-        out.print(f"best: [bold]{outcome.best.candidate}[/] ({outcome.best.ms:.3f} ms); "
+        b = outcome.best
+        unit = "mJ per call" if b.timing is not None and b.timing.ranks_by(b.objective) == "energy" else "ms"
+        out.print(f"best: [bold]{b.candidate}[/] ({b.ms:.3f} {unit}); "
                   f"export with: agent export {outcome.best.candidate} -o kernel.py")
 
 

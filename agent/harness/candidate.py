@@ -116,7 +116,12 @@ class _Session:
         # the problem's Models are gone before any candidate code runs: only their weights stay
         self.states = [weights(m, job.seed, job.device) for m in self.modules]
         gc.collect()
-        self.integrity = Integrity({"JITFunction": JITFunction, "Autotuner": Autotuner, **self.tracker.hooked()})
+        watched: dict = {"JITFunction": JITFunction, "Autotuner": Autotuner, **self.tracker.hooked()}
+        if job.plan is not None:
+            self.trusted.open_energy()  # before the candidate exists, like every reference the timing loop holds
+            if "pynvml" in sys.modules:
+                watched["pynvml"] = sys.modules["pynvml"]
+        self.integrity = Integrity(watched)
         guard(str(job.candidate_path), self.refusals.append)
 
     def tampered(self) -> list[str]:

@@ -49,13 +49,20 @@ class TrialSpec(Model):
 
 class TimingPlan(Model):
     """How the timed calls get their inputs: new content in the same buffers before every call; at `positions`
-    (fractions of the device clock's calls) and `latency_positions` (of the latency clock's) inputs the reference
-    knows (`pool_seeds`, in that order), whose outputs come back to be checked."""
+    (fractions of the device clock's calls), `latency_positions` (of the latency clock's) and `energy_positions` (of
+    the energy loop's) inputs the reference knows (`pool_seeds`, in that order), whose outputs come back to be
+    checked. The energy loop's come back only where energy was measured (BenchStats.energy_mj)."""
 
     pool_seeds: list[int]
     positions: list[float]
     latency_positions: list[float] = Field(default_factory=list)
+    energy_positions: list[float] = Field(default_factory=list)
     fresh_seed: int
+
+    @property
+    def energy_pool(self) -> range:
+        """The pool indices of the energy loop's checked calls (the last ones)."""
+        return range(len(self.pool_seeds) - len(self.energy_positions), len(self.pool_seeds))
 
 
 class WorkerJob(Model):
@@ -162,6 +169,15 @@ class BenchStats(Model):
     launches_min: int | None = Field(default=None, description="fewest Triton launches in one timed call")
     launches_max: int | None = None
     sampled: list[int] = Field(default_factory=list, description="indices of the timed calls whose outputs came back")
+    energy_mj: float | None = Field(default=None, description="GPU energy per call (median over blocks of calls "
+                                    "queued back to back), from NVML's counter; None: not measured (energy_note)")
+    energy_spread_pct: float | None = None
+    energy_blocks: int = 0
+    energy_calls: int = Field(default=0, description="calls per block")
+    energy_period_ms: float | None = Field(default=None, description="the counter's step, as measured")
+    power_w: float | None = Field(default=None, description="mean power over the median block")
+    idle_w: float | None = Field(default=None, description="the GPU's idle power, as the counter read it before")
+    energy_note: str = Field(default="", description="why energy was not measured")
 
 
 class WorkerResult(Model):
@@ -216,6 +232,7 @@ def plan_timing(device: Device, seed: int) -> TimingPlan:
     rng = secrets.SystemRandom()
     cfg = settings().timing
     latency: list[float] = []
+    energy: list[float] = []
     if device == "cpu":  # one clock: every call is checked
         n = max(1, cfg.cpu_reps)
         positions = [i / max(1, n - 1) for i in range(n)]
@@ -223,8 +240,10 @@ def plan_timing(device: Device, seed: int) -> TimingPlan:
         n = cfg.checked_calls
         positions = sorted(rng.uniform(0.0, 1.0) for _ in range(n))
         latency = sorted(rng.uniform(0.0, 1.0) for _ in range(n))
-    pool = [(seed * 31 + 977 * (i + 1)) % (2**31) for i in range(len(positions) + len(latency))]
-    return TimingPlan(pool_seeds=pool, positions=positions, latency_positions=latency, fresh_seed=rng.randrange(2**31))
+        energy = sorted(rng.uniform(0.0, 1.0) for _ in range(cfg.energy_checked_calls))
+    pool = [(seed * 31 + 977 * (i + 1)) % (2**31) for i in range(len(positions) + len(latency) + len(energy))]
+    return TimingPlan(pool_seeds=pool, positions=positions, latency_positions=latency, energy_positions=energy,
+                      fresh_seed=rng.randrange(2**31))
 
 
 def write_job(workdir: Path, job: WorkerJob, publish: bool = True) -> Path:

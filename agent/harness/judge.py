@@ -21,8 +21,9 @@ from agent.schema import EvalResult, Objective, Timing, Verdict
 
 def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: Reference, base: WorkerResult | None,
           outputs: list[list[Any]], timed: list[list[Any]], trials: list[TrialSpec], req: Any, device: str,
-          limit: Limit) -> None:
-    """Fill result's verdict, message, checks and timing."""
+          limit: Limit, energy_pool: range = range(0)) -> None:
+    """Fill result's verdict, message, checks and timing. `energy_pool`: the timing pool's indices checked in the
+    energy loop (their outputs come back only where energy was measured)."""
     asked = {t.id for t in trials}
     invented = sorted({r.id for r in (res.trials if res else [])} - asked)
     known = [(r, o) for r, o in zip(res.trials if res else [], outputs) if r.id in asked]
@@ -69,7 +70,7 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     if res.timing is None:
         return
     t = res.timing
-    wrong = compare_timed(ref, t.sampled, timed, t.repeats)
+    wrong = compare_timed(ref, t.sampled, timed, t.repeats, optional=energy_pool if t.energy_mj is None else range(0))
     if wrong:
         result.verdict, result.message = Verdict.INCORRECT, wrong
         return
@@ -149,6 +150,7 @@ def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, de
     on = lat if objective == "latency" and t.latency_ms is not None else dev
     cand_spread, eager_spread, comp_spread = spreads["latency" if on is lat else "device"]
     notes = [n for n in (t.note, base.compile_note if base else "") if n]
+    joules = {"eager": eager.energy_mj if eager else None, "compile": comp.energy_mj if comp else None}
     return Timing(
         objective=objective, candidate_ms=on["candidate"] or t.median_ms, candidate_spread_pct=cand_spread or 0.0,
         device_ms=t.median_ms, device_spread_pct=t.spread_pct, latency_ms=t.latency_ms,
@@ -159,5 +161,11 @@ def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, de
         speedup_vs_eager=speedup(on, "eager"), speedup_vs_compile=speedup(on, "compile"),
         device_speedup_vs_eager=speedup(dev, "eager"), latency_speedup_vs_eager=speedup(lat, "eager"),
         device_speedup_vs_compile=speedup(dev, "compile"), latency_speedup_vs_compile=speedup(lat, "compile"),
+        energy_mj=t.energy_mj, energy_spread_pct=t.energy_spread_pct, eager_energy_mj=joules["eager"],
+        eager_energy_spread_pct=eager.energy_spread_pct if eager else None, compile_energy_mj=joules["compile"],
+        compile_energy_spread_pct=comp.energy_spread_pct if comp else None,
+        energy_vs_eager=joules["eager"] / t.energy_mj if joules["eager"] and t.energy_mj else None,
+        energy_vs_compile=joules["compile"] / t.energy_mj if joules["compile"] and t.energy_mj else None,
+        power_w=t.power_w, energy_note="" if t.energy_mj is not None else t.energy_note or "not measured",
         repeats=t.repeats, meaningful=device == "cuda", note="; ".join(notes),
     )

@@ -188,7 +188,8 @@ def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Li
         truth_s = time.monotonic() - exited
         outputs = load_tensors(res.outputs_file, "outputs", workdir) if res else []
         timed = load_tensors(res.outputs_file, "timing", workdir) if res else []
-        judge(result, sb, res, ref, base, outputs, timed, job.trials, req, device, lim)
+        judge(result, sb, res, ref, base, outputs, timed, job.trials, req, device, lim,
+              energy_pool=job.plan.energy_pool if job.plan else range(0))
         result.phases = phases(job.static_s, spawned - start, spawned, exited, res.marks if res else {}, truth_s,
                                time.monotonic() - exited - truth_s, "exit" if res and res.ok else _last_phase(res),
                                res.waits if res else {})

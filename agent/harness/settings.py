@@ -32,6 +32,11 @@ class TimingSettings(_Section):
     wall_slack_ms: float
     cpu_reps: int
     checked_calls: int
+    energy_blocks: int = Field(ge=1)
+    energy_block_ms: float
+    energy_periods: int
+    energy_max_calls: int
+    energy_checked_calls: int
 
 
 class RuleSettings(_Section):

@@ -11,14 +11,21 @@ lines the timed kernel must write back: measured 188.5 vs 178.9 us for a plain G
 - latency: one call from an idle GPU, synchronized, host dispatch included (what a caller of forward waits), with
   the host's share (until forward returns) on the side; samples spread over a window (host time drifts). A latency that host and device time cannot explain is work
   the events did not see (other streams, work after return): the device clock then reports the latency.
-CPU mode: a few wall-clock calls, marked not meaningful; every one of them is checked.
+- energy (Bench.energy): NVML's energy counter around blocks of calls queued back to back, each call after a refill
+  of its inputs but with no flush and no head start, so the figure is the call's own (plus the refill's, the same for
+  every candidate and baseline) at its full rate: a host-bound call's idle gaps between kernels count, as they do in
+  a stream of such calls. Per call: the block's energy / its calls; the median of a few blocks, their spread beside it.
+  The counter advances in steps of tens of ms: blocks start on a step, end on the next step after the GPU finished
+  (less the idle energy since), and last at least ten steps.
+CPU mode: a few wall-clock calls, marked not meaningful; every one of them is checked; no energy.
 
-Everything the loop calls (events, synchronize, the flush's sum, the fill) is a reference taken before the
-candidate was imported (agent.harness.trusted).
+Everything the loop calls (events, synchronize, the flush's sum, the fill, the energy counter) is a reference taken
+before the candidate was imported (agent.harness.trusted).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from typing import Any
@@ -164,6 +171,7 @@ class Bench:
         stats = self._stats(times, samples, "")
         stats.latency_ms, stats.latency_spread_pct = statistics.median(walls), spread_pct(walls)
         stats.host_ms, stats.latency_repeats = statistics.median(hosts), lat_reps
+        self.energy(stats, base=n + len(self.plan.latency_positions))
         honest = cfg.wall_factor * (stats.median_ms + stats.host_ms) + cfg.wall_slack_ms
         if stats.latency_ms > honest:
             stats.note = (f"a synchronized call takes {stats.latency_ms:.3f} ms but its host dispatch "
@@ -171,6 +179,67 @@ class Bench:
                           "outside the timed stream or after return; the device clock reports the call's latency")
             stats.median_ms, stats.spread_pct = stats.latency_ms, stats.latency_spread_pct
         return stats
+
+    def energy(self, stats: BenchStats, base: int) -> None:
+        """Energy per call into `stats` (energy_mj and its spread over blocks), or why not (energy_note).
+
+        The counter moves in steps: two of them with the GPU idle give its step and the idle power. Each block starts
+        on a fresh step, queues calls back to back for at least energy_block_ms and energy_periods steps, waits for
+        the GPU to run them all, then for the counter's next step: that reading holds all of the block's energy plus
+        the idle time since the GPU finished, which is taken off at the idle power. The calls at the plan's energy
+        positions run on inputs the reference knows (pool indices from `base`) and come back to be checked.
+        """
+        t, cfg, counter = self.t, self.cfg, self.t.energy
+        if counter is None:
+            stats.energy_note = self.t.energy_note
+            return
+        t.sync()
+        first = counter.tick()
+        second = counter.tick() if first is not None else None
+        if first is None or second is None:
+            stats.energy_note = f"{counter.label}'s energy counter did not advance within a second"
+            return
+        period_s = max(second[1] - first[1], 1e-6)
+        idle_w = (second[0] - first[0]) / 1000.0 / period_s
+        call_ms = max(stats.median_ms, stats.host_ms or 0.0, 1e-3)  # back to back, the slower of host and GPU paces it
+        block_ms = max(cfg.energy_block_ms, cfg.energy_periods * period_s * 1000.0)
+        per_block = int(min(cfg.energy_max_calls, max(1, math.ceil(block_ms / call_ms))))
+        total = per_block * cfg.energy_blocks
+        at = dict(zip(sample_indices(self.plan.energy_positions, total),
+                      range(base, base + len(self.plan.energy_positions))))
+        per_call, powers, kept = [], [], []
+        for b in range(cfg.energy_blocks):
+            t.sync()
+            start = counter.tick()
+            if start is None:
+                stats.energy_note = f"{counter.label}'s energy counter stopped advancing"
+                return
+            for j in range(per_block):
+                i = b * per_block + j
+                self._fill(self.plan.pool_seeds[at[i]] if i in at else None)
+                self._begin()
+                out = self.call()
+                if self.tracker is not None:
+                    self.launch_counts.append(self.tracker.launches)
+                if i in at:  # a copy on the GPU, brought back after the block: a copy to the host would stall it
+                    kept.append((at[i], [t.clone(o) for o in flatten(out)[1]]))
+            t.sync()
+            done = t.perf_counter()
+            end = counter.tick()
+            if end is None:
+                stats.energy_note = f"{counter.label}'s energy counter stopped advancing"
+                return
+            mj = end[0] - start[0] - idle_w * max(end[1] - done, 0.0) * 1000.0
+            per_call.append(mj / per_block)
+            powers.append(mj / 1000.0 / max(done - start[1], 1e-9))
+        for _, outs in kept:
+            self.outputs.append([t.to(o, "cpu") for o in outs])
+        stats.sampled += [k for k, _ in kept]
+        stats.energy_mj, stats.energy_spread_pct = statistics.median(per_call), spread_pct(per_call)
+        stats.energy_blocks, stats.energy_calls, stats.energy_period_ms = cfg.energy_blocks, per_block, period_s * 1000
+        stats.power_w, stats.idle_w = statistics.median(powers), idle_w
+        if self.launch_counts:  # the energy loop's calls are timed calls too: each must launch the candidate's kernels
+            stats.launches_min, stats.launches_max = min(self.launch_counts), max(self.launch_counts)
 
     def _cycles(self, ms: float) -> int:
         """GPU clock cycles in `ms`, calibrated here (the spin's rate is the SM clock, which varies by GPU and load)."""
@@ -203,4 +272,5 @@ class Bench:
         # one clock on the CPU: a call's wall time is both its device time and its latency
         stats.latency_ms, stats.latency_spread_pct, stats.host_ms = stats.median_ms, stats.spread_pct, stats.median_ms
         stats.latency_repeats = reps
+        stats.energy_note = self.t.energy_note
         return stats

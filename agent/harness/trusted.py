@@ -46,6 +46,20 @@ class Trusted:
             self.elapsed = torch._C._CudaEventBase.elapsed_time
             self.current_stream = torch.cuda.current_stream
             self._sleep = torch._C._cuda_sleep  # a GPU-side spin for N cycles
+        self.energy: Any = None  # an agent.harness.energy.EnergyCounter once open_energy() found one
+        self.energy_note = "CPU mode: no GPU energy counter" if not self.cuda else "energy counter not opened"
+
+    def open_energy(self) -> None:
+        """Open the GPU's energy counter (or note why there is none): call it before the candidate is imported."""
+        if not self.cuda:
+            return
+        from agent.harness.energy import open_counter
+
+        found = open_counter(0)
+        if isinstance(found, str):
+            self.energy, self.energy_note = None, found
+        else:
+            self.energy, self.energy_note = found, ""
 
     def sync(self) -> None:
         if self.cuda:

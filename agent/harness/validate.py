@@ -135,10 +135,14 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
                    message=f"correct on {len(checks)} trials; worst relative error {worst.error:.3g} (tolerance {worst.tolerance:.3g})")
 
 
-def compare_timed(ref: Reference, sampled: list[int], outputs: list[list[Any]], reps: int) -> str | None:
-    """The timed calls whose inputs the reference knows: every one must be right (a memoised result is not)."""
-    if len(sampled) != len(ref.pool) or len(outputs) != len(sampled):
-        return (f"timing returned {len(outputs)} of the {len(ref.pool)} checked outputs the harness asked for: the timed "
+def compare_timed(ref: Reference, sampled: list[int], outputs: list[list[Any]], reps: int,
+                  optional: range = range(0)) -> str | None:
+    """The timed calls whose inputs the reference knows: every one must be right (a memoised result is not), each
+    once. `optional`: pool indices that may be missing (the energy loop's, where energy was not measured)."""
+    wanted = set(range(len(ref.pool))) - set(optional)
+    if not wanted <= set(sampled) <= set(range(len(ref.pool))) or len(set(sampled)) != len(sampled) or \
+            len(outputs) != len(sampled):
+        return (f"timing returned {len(outputs)} of the {len(wanted)} checked outputs the harness asked for: the timed "
                 "calls cannot be verified")
     timed_size = ref.trials[0].size if ref.trials else ""
     tol = tolerance(max((t.eager_error or 0.0 for t in ref.trials if t.size == timed_size), default=0.0))

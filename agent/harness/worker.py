@@ -122,6 +122,7 @@ def _baseline(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
             result.compile_note = "torch.compile is not timed in CPU mode"
             return
         result.gpu = torch.cuda.get_device_name()
+        trusted.open_energy()
         result.eager = Bench(lambda: model(*inputs), inputs, None, job.timing, trusted).gpu()
         try:
             compiled = torch.compile(copy.deepcopy(model))

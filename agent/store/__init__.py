@@ -122,7 +122,7 @@ class Store:
     def new_run_id(self) -> str:
         return f"{_now().strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
-    def create_run(self, config: RunConfig, gpu: str, device: str) -> str:
+    def create_run(self, config: RunConfig, gpu: str, device: str, versions: dict[str, str] | None = None) -> str:
         """Start a run: a fresh, sortable id (UTC time + random), candidates/<run>/run.json, an index row."""
         _ = self.db  # open (and create) the store first
         while True:
@@ -133,7 +133,7 @@ class Store:
             except FileExistsError:
                 continue
         record = RunRecord(id=run_id, config=config, gpu=gpu, device=device, started_at=_now(), pid=os.getpid(),
-                           host=socket.gethostname())
+                           host=socket.gethostname(), versions=versions or {})
         self._save_run(record)
         return run_id
 
@@ -169,6 +169,10 @@ class Store:
             raise UserError(f"unknown run {run_id!r}: no runs under {self.candidates_dir}", "start one with `agent run`")
         more = f" (and {len(ids) - 5} older)" if len(ids) > 5 else ""
         raise UserError(f"unknown run {run_id!r}; recent runs: {', '.join(ids[:5])}{more}")
+
+    def run_versions(self, run_id: str) -> dict[str, str]:
+        """What the run was measured with (run.json's versions; empty for runs recorded before they were)."""
+        return self._stored_run(self.resolve_run(run_id)).versions
 
     def finish_run(self, run_id: str, status: RunStatus = "finished") -> None:
         if status not in RUN_STATUSES:

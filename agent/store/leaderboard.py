@@ -1,4 +1,6 @@
-"""The leaderboard: indexed candidates ranked by time on their run's objective clock, within a problem and device.
+"""The leaderboard: indexed candidates ranked by time on their run's objective clock, within a problem and device;
+candidates of runs that optimize energy, by their energy per call where it was measured (ranked among themselves:
+millijoules and milliseconds are not compared).
 
 Time, not the speedup: on the CPU eager is re-timed every round, so a ratio ranks a 44.5 ms candidate above a 40.2 ms
 one; times of different problems (or of the CPU and a GPU) are not compared, so each (problem, device) has its own
@@ -32,20 +34,22 @@ def leaderboard(db: sqlite3.Connection, problem: str | None = None, run_id: str 
     if stage:
         where.append("c.stage = ?")
         params.append(stage)
+    by_energy = "(c.objective = 'energy' AND c.energy_mj IS NOT NULL)"
     sql = (
-        "SELECT c.*, r.problem, c.id = r.best AS run_best FROM candidates c JOIN runs r ON r.id = c.run_id"
+        f"SELECT c.*, r.problem, c.id = r.best AS run_best, {by_energy} AS by_energy FROM candidates c"
+        " JOIN runs r ON r.id = c.run_id"
         + (" WHERE " + " AND ".join(where) if where else "")
-        + " ORDER BY c.verdict != 'correct', r.problem, c.device, c.candidate_ms IS NULL, c.candidate_ms,"
-        " run_best DESC, c.created_at, c.id"
+        + " ORDER BY c.verdict != 'correct', r.problem, c.device, by_energy, c.candidate_ms IS NULL,"
+        " CASE WHEN by_energy THEN c.energy_mj ELSE c.candidate_ms END, run_best DESC, c.created_at, c.id"
     )
     if limit is not None:
         sql += " LIMIT ?"
         params.append(int(limit))
     rows: list[LeaderRow] = []
-    ranks: dict[tuple[str, str], int] = {}  # rank within (problem, device); failures come after, unranked
+    ranks: dict[tuple[str, str, bool], int] = {}  # within (problem, device, unit); failures come after, unranked
     for r in db.execute(sql, params).fetchall():
         correct = r["verdict"] == str(Verdict.CORRECT)
-        group = (r["problem"], r["device"])
+        group = (r["problem"], r["device"], bool(r["by_energy"]))
         if correct:
             ranks[group] = ranks.get(group, 0) + 1
         rows.append(LeaderRow(

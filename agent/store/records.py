@@ -26,6 +26,8 @@ class RunRecord(Model):
     best: str | None = Field(default=None, description="candidate id of the current best")
     pid: int | None = Field(default=None, description="process running it, to tell 'running' from 'interrupted'")
     host: str | None = None
+    versions: dict[str, str] = Field(default_factory=dict, description="agent, python, torch, triton, cuda, ... "
+                                     "(agent.versions); empty for runs recorded before")
     # derived (not stored in run.json): filled from the index by get_run/list_runs
     usage: Usage = Field(default_factory=Usage)
     iterations: int = Field(default=0, description="last complete iteration (0: only the starting kernel)")
@@ -99,6 +101,8 @@ class LeaderRow(Model):
     latency_speedup_vs_eager: float | None = None
     device_speedup_vs_compile: float | None = None
     latency_speedup_vs_compile: float | None = None
+    energy_mj: float | None = Field(default=None, description="GPU energy per call, mJ")
+    energy_note: str | None = Field(default=None, description="why energy_mj is None")
     dram_pct: float | None = None
     tokens: int = 0
     cost_usd: float | None = Field(default=0.0, description="None: the model's price is not known")

@@ -26,6 +26,25 @@ def fmt_ms(ms: float | None) -> str:
     return f"{ms:.3f} ms" if ms < 10 else f"{ms:.1f} ms"
 
 
+def fmt_mj(mj: float | None) -> str:
+    """Energy per call: '12.3 mJ', '456 µJ' under a millijoule, '–' where not measured (the reason goes beside)."""
+    if mj is None:
+        return "–"
+    if mj < 1:
+        return f"{mj * 1000:.0f} µJ"
+    return f"{mj:.2f} mJ" if mj < 10 else f"{mj:.1f} mJ" if mj < 100 else f"{mj:,.0f} mJ"
+
+
+def energy_text(t: Timing | None) -> str:
+    """'energy 12.3 mJ per call (± 1.2 %)' or 'energy: not measured: <why>'."""
+    if t is None:
+        return "energy: not measured: no timing"
+    if t.energy_mj is None:
+        return f"energy: not measured: {t.energy_note or 'no reason recorded'}"
+    spread = f" (spread {t.energy_spread_pct:.1f} %)" if t.energy_spread_pct is not None else ""
+    return f"energy {fmt_mj(t.energy_mj)} per call{spread}"
+
+
 def fmt_x(x: float | None) -> str:
     return "–" if x is None else f"{x:.2f}×"
 
@@ -69,12 +88,15 @@ def sci(x: float | None) -> str:
 
 def clocks_text(t: Timing) -> str:
     """One line: the objective's clock with its speedups, the other clock beside it, launches per forward."""
-    other = "device" if t.objective == "latency" else "latency"
+    other = "device" if t.objective == "latency" else "latency"  # energy's plain fields are the device clock's
     other_ms = t.device_ms if other == "device" else t.latency_ms
-    text = f"{t.objective} {fmt_ms(t.candidate_ms)}  {fmt_x(t.speedup_vs_eager)} eager"
+    clock = "device" if t.objective == "energy" else t.objective
+    text = f"{clock} {fmt_ms(t.candidate_ms)}  {fmt_x(t.speedup_vs_eager)} eager"
     if t.speedup_vs_compile is not None:
         text += f"  {fmt_x(t.speedup_vs_compile)} compile"
     if other_ms is not None and t.meaningful:
         text += f"  ({other} {fmt_ms(other_ms)}"
         text += f", {t.launches} launch{'es' if t.launches != 1 else ''})" if t.launches is not None else ")"
+    if t.energy_mj is not None:
+        text += f"  {fmt_mj(t.energy_mj)}"
     return text

@@ -13,7 +13,9 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.view.fmt import (
+    energy_text,
     fmt_cost,
+    fmt_mj,
     fmt_ms,
     fmt_pct,
     fmt_tokens,
@@ -31,8 +33,8 @@ if TYPE_CHECKING:  # the store pulls in sqlite and pydantic models; the view onl
 def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", *, compact: bool = False,
                       minimal: bool = False, why: bool = True) -> Table:
     """Rank (within a problem and device), candidate (★ the run's own best; its id holds the iteration), its parent
-    (the candidate it started from, where one was recorded), run, problem, stage, verdict, time, speedups, DRAM %,
-    tokens, cost, and why a failed one failed.
+    (the candidate it started from, where one was recorded), run, problem, stage, verdict, time, energy per call,
+    speedups, DRAM %, tokens, cost, and why a failed one failed. Where energy was not measured the caption says why.
 
     compact (narrow terminals): no run or tokens column (a candidate id holds the run), ids
     shortened to the run's random tag plus the candidate part ('3fa2-i3-c1', which `agent show` accepts), shorter
@@ -56,6 +58,7 @@ def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", 
                ("stage", "stage", True),
                ("verdict", "verdict", True), ("time", "time", compact),
                (f"device{mark['device']}", "", full), (f"latency{mark['latency']}", "", full), ("launches", "", full),
+               (f"energy{' ◆' if objectives == {'energy'} else ''}", "", full),
                ("vs eager", "×eager", True), ("vs compile", "×compile", True), ("DRAM", "DRAM", not minimal),
                ("tokens", "", full), ("cost", "cost", spent), ("why", "why", failed)]
     for name, short, shown in columns:
@@ -85,7 +88,9 @@ def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", 
             Text(r.stage), verdict_text(r.verdict),
             *([_time_cell(r.candidate_ms, cpu)] if compact else
               [_time_cell(r.device_ms, cpu), _time_cell(r.latency_ms, cpu),
-               str(r.launches) if r.launches is not None else "–"]),
+               str(r.launches) if r.launches is not None else "–",
+               Text(fmt_mj(r.energy_mj) if r.energy_mj is not None else "–" if r.energy_note is None else "–†",
+                    style="" if r.energy_mj is not None else "dim")]),
             speedup_text(r.speedup_vs_eager), speedup_text(r.speedup_vs_compile),
             *([] if minimal else [fmt_pct(r.dram_pct)]),
         ]
@@ -98,8 +103,13 @@ def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", 
         table.add_row(*cells)
     notes = ["ranked by time within each problem and device; ★ the run's best"] if rows else []
     if objectives and (compact or len(objectives) == 1):
-        notes.append("speedups on " + (f"the {objectives.pop()} clock" if len(objectives) == 1
-                                       else "each run's own clock") + (" ◆" if full else ""))
+        one = next(iter(objectives)) if len(objectives) == 1 else None
+        notes.append("speedups on " + ("the device clock; ranked by energy per call" if one == "energy" else
+                                       f"the {one} clock" if one else "each run's own clock")
+                     + (" ◆" if full else ""))
+    unmeasured = sorted({r.energy_note for r in rows if r.energy_mj is None and r.energy_note})
+    if unmeasured and full:
+        notes.append("† energy: not measured: " + "; ".join(unmeasured))
     if any_cpu:
         notes.append("* CPU-mode (TRITON_INTERPRET=1) timings: they say nothing about the GPU")
     if notes:
@@ -175,30 +185,57 @@ def checks_table(result: EvalResult) -> Table:
 
 
 def timing_table(result: EvalResult) -> Table:
-    """Both clocks side by side (the run's objective marked), the baselines on each, launches and host time."""
+    """Both clocks side by side (the run's objective marked), the baselines on each, launches and host time; energy per
+    call where it was measured (else the caption says why not)."""
     tm = result.timing
     assert tm is not None
     t = Table(title="timing" + ("" if tm.meaningful else " (CPU mode: not meaningful)"), title_justify="left",
               header_style="bold")
-    mark = {c: " ◆" if tm.objective == c else "" for c in ("device", "latency")}
-    for col in ("", f"device{mark['device']}", "spread", f"latency{mark['latency']}", "spread", "speedup (device)",
-                "speedup (latency)"):
+    mark = {c: " ◆" if tm.objective == c else "" for c in ("device", "latency", "energy")}
+    joules = tm.energy_mj is not None
+    columns = ["", f"device{mark['device']}", "spread", f"latency{mark['latency']}", "spread"]
+    columns += [f"energy{mark['energy']}", "spread"] if joules else []
+    columns += ["speedup (device)", "speedup (latency)"] + (["energy saved"] if joules else [])
+    for col in columns:
         t.add_column(col, justify="left" if not col else "right")
-    t.add_row("candidate", fmt_ms(tm.device_ms), fmt_pct(tm.device_spread_pct), fmt_ms(tm.latency_ms),
-              fmt_pct(tm.latency_spread_pct), "", "")
+
+    def row(label: str, device: float | None, d_spread: float | None, latency: float | None,
+            l_spread: float | None, mj: float | None, mj_spread: float | None, *speedups: RenderableType) -> None:
+        cells: list[RenderableType] = [label, fmt_ms(device), fmt_pct(d_spread) if d_spread is not None else "",
+                                       fmt_ms(latency), fmt_pct(l_spread) if l_spread is not None else ""]
+        if joules:
+            cells += [fmt_mj(mj), fmt_pct(mj_spread) if mj_spread is not None else ""]
+        t.add_row(*cells, *(speedups if joules else speedups[:2]))
+
+    row("candidate", tm.device_ms, tm.device_spread_pct, tm.latency_ms, tm.latency_spread_pct, tm.energy_mj,
+        tm.energy_spread_pct, "", "", "")
     if tm.eager_device_ms is not None or tm.eager_latency_ms is not None:
-        t.add_row("eager", fmt_ms(tm.eager_device_ms), "", fmt_ms(tm.eager_latency_ms), "",
-                  speedup_text(tm.device_speedup_vs_eager), speedup_text(tm.latency_speedup_vs_eager))
+        row("eager", tm.eager_device_ms, None, tm.eager_latency_ms, None, tm.eager_energy_mj,
+            tm.eager_energy_spread_pct, speedup_text(tm.device_speedup_vs_eager), speedup_text(tm.latency_speedup_vs_eager),
+            _less_energy(tm.energy_vs_eager))
     if tm.compile_device_ms is not None or tm.compile_latency_ms is not None:
-        t.add_row("torch.compile", fmt_ms(tm.compile_device_ms), "", fmt_ms(tm.compile_latency_ms), "",
-                  speedup_text(tm.device_speedup_vs_compile), speedup_text(tm.latency_speedup_vs_compile))
+        row("torch.compile", tm.compile_device_ms, None, tm.compile_latency_ms, None, tm.compile_energy_mj,
+            tm.compile_energy_spread_pct,
+            speedup_text(tm.device_speedup_vs_compile), speedup_text(tm.latency_speedup_vs_compile),
+            _less_energy(tm.energy_vs_compile))
     facts = [f"◆ the objective ({tm.objective})", f"{tm.repeats} repeats"]
     if tm.launches is not None:
         facts.append(f"{tm.launches} kernel launch{'es' if tm.launches != 1 else ''} per forward")
     if tm.host_ms is not None and tm.meaningful:
         facts.append(f"host {fmt_ms(tm.host_ms)} to issue a call")
+    if joules and tm.power_w is not None:
+        facts.append(f"{tm.power_w:.0f} W while the calls ran back to back")
+    if not joules:
+        facts.append(energy_text(tm))
     t.caption = "; ".join(facts) + (f"; {tm.note}" if tm.note else "")
     return t
+
+
+def _less_energy(x: float | None) -> Text:
+    """'3.10× less' where the candidate takes less energy than the baseline per call."""
+    if x is None:
+        return Text("–", style="dim")
+    return Text(f"{x:.2f}× less" if x >= 1 else f"{1 / x:.2f}× more", style="green" if x > 1 else "red")
 
 
 def metrics_table(c: Candidate) -> RenderableType:
@@ -236,8 +273,7 @@ def run_summary(run: RunRecord, top: list[LeaderRow] | None = None) -> Renderabl
     g.add_row("proposer", f"{cfg.llm}" + (f" ({cfg.model})" if cfg.llm.startswith("openai") else ""))
     g.add_row("search", f"{cfg.search}" + (f" {cfg.beam}" if cfg.search == "beam" else "")
               + f", memory {'on' if cfg.memory else 'off'}")
-    g.add_row("objective", f"{cfg.objective} (" + ("a synchronized call, host included" if cfg.objective == "latency"
-                                                  else "GPU time of calls queued back to back") + ")")
+    g.add_row("objective", f"{cfg.objective} ({OBJECTIVE_WORDS[cfg.objective]})")
     g.add_row("iterations", f"{run.iterations} of {cfg.iterations}, {run.candidates} candidates")
     u = run.usage
     g.add_row("usage", f"{fmt_tokens(u.prompt_tokens + u.completion_tokens)} tokens, {fmt_cost(u.cost_usd, u.priced)}"
@@ -247,6 +283,10 @@ def run_summary(run: RunRecord, top: list[LeaderRow] | None = None) -> Renderabl
     if top:
         parts.append(leaderboard_table(top, title=None))
     return Panel(Group(*parts), title="run", title_align="left")
+
+
+OBJECTIVE_WORDS = {"latency": "a synchronized call, host included", "device": "GPU time of calls queued back to back",
+                   "energy": "the GPU's energy per call, calls queued back to back"}
 
 
 def _when(t: datetime) -> str:
