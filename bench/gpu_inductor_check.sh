@@ -26,7 +26,7 @@ print(f"   {len(text)} chars, {text.count('@triton.jit')} jit functions")
 PY
   echo "   rc=$? in $(( $(date +%s) - t0 )) s"; tail -2 $OUT/start_$P.err
   [ -s $OUT/start_$P.py ] || continue
-  for S in correctness memory-fusion; do
+  for S in ${STAGES:-correctness memory-fusion}; do
     python -m agent eval $OUT/start_$P.py --problem $P --stage $S --device cuda --json \
       > $OUT/eval_${P}_$S.json 2> $OUT/eval_${P}_$S.err
     echo "-- $P $S rc=$?"; python - $OUT/eval_${P}_$S.json <<'PY'
