@@ -93,10 +93,12 @@ def test_replay_diff_shows_before_after_and_direction():
     assert {d["kernel"] for d in deltas} == {KERNEL}
 
 
-@pytest.mark.parametrize("make", ["missing", "text", "truncated"])
+@pytest.mark.parametrize("make", ["missing", "text", "truncated", "directory"])
 def test_replay_of_a_bad_file_is_one_red_line_and_exit_2(tmp_path, make):
     path = tmp_path / "bad.ncu-rep"
-    if make == "text":
+    if make == "directory":
+        path.mkdir()
+    elif make == "text":
         path.write_text("not a report\n")
     elif make == "truncated":
         data = STAGE_REPORT.read_bytes()
@@ -105,7 +107,8 @@ def test_replay_of_a_bad_file_is_one_red_line_and_exit_2(tmp_path, make):
     assert r.returncode == 2
     assert r.stdout == "" and len(r.stderr.strip().splitlines()) == 1
     assert r.stderr.startswith("error:")
-    assert {"missing": "no such report", "text": "not an Nsight Compute report", "truncated": "truncated"}[make] in r.stderr
+    assert {"missing": "no such report", "text": "not an Nsight Compute report", "truncated": "truncated",
+            "directory": "is a directory, not a report"}[make] in r.stderr
 
 
 def test_the_old_replay_verb_still_reads_a_report_and_says_what_to_type_instead():

@@ -137,6 +137,8 @@ def ncu_command(args: argparse.Namespace) -> int:
     from agent.ncu import diff, read_report, stage_metric_set
     from agent.view import console, diff_view, profile_view
 
+    if args.report.is_dir():
+        raise UserError(f"{args.report} is a directory, not a report (.ncu-rep)")
     if not args.report.is_file():
         raise UserError(f"no such report: {args.report}")
     if args.format == "sass":
