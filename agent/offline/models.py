@@ -50,7 +50,7 @@ class Plan(_Model):
     rowwise: RowTail | None = Field(default=None, description="the reduction over the channels after the pool, if any")
     tail: list[str] = Field(default_factory=list, description="PyTorch views of the Triton part's output (x = "
                                                                "x.squeeze(-1), ...): shape only, never compute")
-    out_ones: int = Field(description="trailing size-1 dims of the output (N, C, 1, ...)")
+    out_ones: int = Field(description="trailing size-1 dims of what the family's kernel returns (N, C, 1, ...)")
     batch: int
     channels: int
     length: int = Field(description="spatial elements per (n, c) row at the timed size")
