@@ -3,7 +3,8 @@ rewrites the kernel from templates (agent/data/kernels/*.py.j2).
 
 It knows one problem family well: a PyTorch op producing an N, C, spatial tensor (a convolution, ...), then
 elementwise ops (scale, bias, activations) and a global average pool over the spatial dims: `gap44` and its
-kin. `recognise()` reads the problem's Model with torch.fx (traced on the meta device at the timed size) into
+kin; after the pool, optionally, a reduction over the channels (logsumexp, sum, amax, ...) and per-row ops, which a
+second, tiny kernel writes (`conv2d_gap_bias_lse`, KernelBench #42). `recognise()` reads the problem's Model with torch.fx (traced on the meta device at the timed size) into
 a `Plan`; `render()` writes one `Variant` of it as a complete KernelBench-style ModelNew file:
 
 - `row`: one program per (n, c) row; rows are contiguous, so flat 1D offsets (no div/mod) vectorise;
@@ -27,6 +28,7 @@ Modules, one job each:
     planner    the figures an answer cites (Reading), the search space and its walks; what to restructure
                for comes from the findings (agent.diagnosis) the loop hands over
     render     render(): one Variant of a Plan as a ModelNew file, from agent/data/kernels/*.py.j2
+    tail       a reduction over the channels after the pool (Plan.rowwise): a second, tiny kernel in that file
     __init__   OfflineProposer, which ranks the variants and keeps the run's state
 """
 

@@ -29,6 +29,15 @@ class Op(_Model):
     operand: int | None = Field(default=None, description="index into Plan.operands (binary ops)")
 
 
+class RowTail(_Model):
+    """What follows the pool when it reduces over the channels: each batch row's C pooled values (post ops applied)
+    reduced to one value, then per-row ops on it; written by a second, tiny Triton kernel (agent.offline.tail)."""
+
+    reduce: str = Field(description="a key of ops.toml's [channel_reduce]")
+    ops: list[Op] = Field(default_factory=list, description="per-row ops after the reduction (scalar operands only)")
+    out_ones: int = Field(description="size-1 dims after the batch dim in what the tail returns: (N, 1, ...)")
+
+
 class Plan(_Model):
     """What the problem computes, in the terms the templates need."""
 
@@ -38,8 +47,10 @@ class Plan(_Model):
     pre: list[Op] = Field(description="per-element ops before the reduction (up to the last non-affine one)")
     post: list[Op] = Field(description="per-row ops after the mean (affine pre ops are moved here)")
     operands: list[Operand]
-    tail: list[str] = Field(default_factory=list, description="PyTorch statements after the Triton part (x = ...)")
-    out_ones: int = Field(description="trailing size-1 dims of the output (N, C, 1, ...)")
+    rowwise: RowTail | None = Field(default=None, description="the reduction over the channels after the pool, if any")
+    tail: list[str] = Field(default_factory=list, description="PyTorch views of the Triton part's output (x = "
+                                                               "x.squeeze(-1), ...): shape only, never compute")
+    out_ones: int = Field(description="trailing size-1 dims of what the family's kernel returns (N, C, 1, ...)")
     batch: int
     channels: int
     length: int = Field(description="spatial elements per (n, c) row at the timed size")

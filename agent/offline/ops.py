@@ -22,13 +22,16 @@ def _resolve(dotted: str) -> Any:
 
 @functools.cache
 def _function_table() -> dict[int, tuple[str, str]]:
-    """id(torch callable) -> (category, op name), categories: binary, unary, mean, pool, reshape."""
+    """id(torch callable) -> (category, op name), categories: binary, unary, mean, pool, reshape, and reduce (a
+    reduction the tail after the pool may apply over the channels)."""
     ops = _ops()
     table: dict[int, tuple[str, str]] = {}
     for cat in ("binary", "unary"):
         for name, spec in ops[cat].items():
             for f in spec.get("functions", []):
                 table[id(_resolve(f))] = (cat, name)
+    for name, spec in ops["channel_reduce"].items():
+        table.update({id(_resolve(f)): ("reduce", name) for f in spec["functions"]})
     red = ops["reduce"]
     for cat, key in (("mean", "mean_functions"), ("pool", "pool_functions"), ("reshape", "reshape_functions")):
         for f in red[key]:
@@ -39,6 +42,7 @@ def _function_table() -> dict[int, tuple[str, str]]:
 def _method_table() -> dict[str, tuple[str, str]]:
     ops = _ops()
     table = {m: (cat, name) for cat in ("binary", "unary") for name, spec in ops[cat].items() for m in spec.get("methods", [])}
+    table.update({m: ("reduce", name) for name, spec in ops["channel_reduce"].items() for m in spec["methods"]})
     table.update({m: ("mean", m) for m in ops["reduce"]["mean_methods"]})
     table.update({m: ("reshape", m) for m in ops["reduce"]["reshape_methods"]})
     return table

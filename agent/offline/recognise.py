@@ -9,7 +9,7 @@ import math
 import textwrap
 from typing import Any, Literal
 
-from agent.offline.models import Op, Operand, Plan, Unsupported
+from agent.offline.models import Op, Operand, Plan, RowTail, Unsupported
 from agent.offline.ops import _function_table, _method_table, _module_table, _ops
 from agent.schema import ProblemSpec
 
@@ -61,9 +61,10 @@ _ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", 
 
 
 def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one branch per node kind)
-    """The chain producer -> per-element ops -> means/pools -> per-row ops -> PyTorch tail, or Unsupported.
+    """The chain producer -> per-element ops -> means/pools -> per-row ops -> [a reduction over the channels ->
+    per-batch-row ops] -> views (PyTorch, shape only), or Unsupported.
 
-    Long (~190 lines) on purpose: one pass over the fx graph, one branch per node kind, all updating the same few
+    Long (~230 lines) on purpose: one pass over the fx graph, one branch per node kind, all updating the same few
     pieces of state (layout, shapes, the op list); split into helpers, that state would travel through each."""
     import torch
 
@@ -81,7 +82,10 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
     layout: list[int] | None = None  # per current dim: 0 batch, 1 channel, 2+ spatial, -1 reduced (size 1)
     nc: tuple[int, int] | None = None
     mid_shape: tuple[int, ...] | None = None
-    kernel_shape: tuple[int, ...] | None = None  # what the Triton part returns (before the PyTorch tail)
+    end_shape: tuple[int, ...] | None = None  # what the Triton part returns (before the PyTorch views)
+    reduction: str | None = None  # the tail's reduction over the channels (a key of ops.toml's [channel_reduce])
+    pooled_shape: tuple[int, ...] | None = None  # the pooled value it reduces (what the GAP kernel returns)
+    values_of: str | None = None  # torch.max/min with a dim just returned (values, indices)
 
     def reduced() -> bool:
         return layout is not None and not any(d >= 2 for d in layout)
@@ -100,14 +104,17 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
             shape = tuple(t.shape)
             rank = len(layout) if layout is not None else len(mid_shape)
             padded = (1,) * (rank - len(shape)) + shape
-            chan = (layout if layout is not None else [0, 1] + [2] * (rank - 2)).index(1)
+            lay = layout if layout is not None else [0, 1] + [2] * (rank - 2)
+            chan = lay.index(1) if 1 in lay else None  # None: reduced over the channels already
             kind: Literal["single", "channel"]
             if t.numel() == 1:
                 kind = "single"
-            elif len(padded) == rank and padded[chan] == nc[1] and all(s == 1 for i, s in enumerate(padded) if i != chan):
+            elif chan is not None and len(padded) == rank and padded[chan] == nc[1] and \
+                    all(s == 1 for i, s in enumerate(padded) if i != chan):
                 kind = "channel"
             else:
-                raise Unsupported(f"operand self.{other.target} of shape {list(shape)} is not per-channel")
+                what = "per-channel" if chan is not None else "one value (the channels are reduced by then)"
+                raise Unsupported(f"operand self.{other.target} of shape {list(shape)} is not {what}")
             operands.append(Operand(kind=kind, expr=f"self.{other.target}"))
             return len(operands) - 1
         raise Unsupported(f"unsupported operand {other}")
@@ -145,15 +152,16 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
         if node.op == "placeholder":
             continue
         if node.op == "output":
-            if node.args[0] is not cur:
+            if node.args[0] is not cur or values_of:
                 raise Unsupported("forward must return the chain's last value")
             break
         args = list(node.args)
         if cur not in args and cur not in node.kwargs.values():
             raise Unsupported(f"node {node.name} does not continue the chain")
-        if tail:  # past the Triton part: everything else stays PyTorch
-            tail.append(torch_stmt(node))
-            cur = node
+        if values_of:  # torch.max/min over the channels: its values, and nothing else of it, go on
+            if len(cur.users) != 1 or not _takes_values(node, cur):
+                raise Unsupported(f"the indices of {values_of} over the channels are used")
+            values_of, cur = None, node
             continue
         cat, name, pool_dims = "", "", 0
         size: tuple[Any, ...] = ()
@@ -181,16 +189,39 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
             if not s or len(s) < 3:
                 raise Unsupported(f"the pooled tensor must be N, C, spatial... (got {s})")
             nc, mid_shape = (s[0], s[1]), s
-        if reduced() and cat not in ("binary", "unary", "mean", "pool"):
-            kernel_shape = _shape(cur)
+        if tail and cat != "reshape":  # views of the Triton part's output, and nothing computed from them
+            raise Unsupported(f"{_what(node, name)} after {tail[-1].removeprefix('x = ')}: only views may follow a "
+                              "reshape of the pooled value")
+        if reduced() and cat == "reshape":
+            end_shape = end_shape or _shape(cur)
             tail.append(torch_stmt(node))
             cur = node
             continue
+        if reduced() and cat in ("reduce", "mean"):  # over the channels (the tail's), or over size-1 dims (a no-op)
+            assert layout is not None
+            label = name if cat == "reduce" else "mean"
+            dims, keep = _reduce_dims(node, args, label)
+            dims = sorted({d % len(layout) for d in dims})
+            if any(layout[d] == 0 for d in dims):
+                raise Unsupported(f"{label} over the batch dim after the pool")
+            if any(layout[d] == 1 for d in dims):
+                reduction, pooled_shape = label, _shape(cur)
+                values_of = label if _ops()["channel_reduce"][label].get("indexed") else None
+            layout = [(-1 if i in dims else d) for i, d in enumerate(layout)] if keep else \
+                [d for i, d in enumerate(layout) if i not in dims]
+            cur = node
+            continue
+        if reduced() and cat not in ("binary", "unary", "pool"):
+            raise Unsupported(f"{_what(node, name)} after the pool: not an op the offline proposer can write in Triton")
         if not cat:
             raise Unsupported(f"{node.target} before the global average pool")
+        if cat == "reduce":
+            raise Unsupported(f"{name} before the global average pool")
         if cat in ("binary", "unary") and layout is not None and not reduced():
             raise Unsupported(f"{name} between partial reductions")
-        phase = "post" if reduced() else "pre"
+        if cat in ("binary", "unary") and reduction and _shape(node) != _shape(cur):
+            raise Unsupported(f"{name} broadcasts the value reduced over the channels to {_shape(node)}")
+        phase = "final" if reduction else "post" if reduced() else "pre"
         if cat == "binary":
             spec = _ops()["binary"][name]
             if any(k != "other" for k in node.kwargs):
@@ -233,9 +264,18 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
 
     if not reduced():
         raise Unsupported("no global average pool over all spatial dims")
-    kernel_shape = kernel_shape or _shape(cur)
+    end_shape = end_shape or _shape(cur)
+    kernel_shape = pooled_shape if reduction else end_shape
     if not kernel_shape or tuple(kernel_shape[:2]) != nc or any(s != 1 for s in kernel_shape[2:]):
         raise Unsupported(f"the pooled value must be (N, C, 1, ...), not {kernel_shape}")
+
+    rowwise = None
+    if reduction:
+        assert nc is not None
+        if not end_shape or end_shape[0] != nc[0] or any(s != 1 for s in end_shape[1:]):
+            raise Unsupported(f"the value reduced over the channels must be (N, 1, ...), not {end_shape}")
+        rowwise = RowTail(reduce=reduction, ops=[op for phase, op in ops if phase == "final"],
+                          out_ones=len(end_shape) - 1)
 
     binary = _ops()["binary"]
     pre = [op for phase, op in ops if phase == "pre"]
@@ -253,7 +293,7 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
     assert mid_shape is not None and nc is not None
     return Plan(
         init_source="", producer=producer, producer_kind=producer_kind, pre=pre, post=post, operands=operands,
-        tail=tail, out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1], length=math.prod(mid_shape[2:]),
+        rowwise=rowwise, tail=tail, out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1], length=math.prod(mid_shape[2:]),
         in_bytes=x.numel() * itemsize, mid_bytes=math.prod(mid_shape) * itemsize, algebraic=algebraic,
     )
 
@@ -267,3 +307,36 @@ def _reduce(layout: list[int], dims: list[int], keep: bool) -> list[int]:
     if keep:
         return [(-1 if i in dims else d) for i, d in enumerate(layout)]
     return [d for i, d in enumerate(layout) if i not in dims]
+
+
+def _reduce_dims(node, args: list, label: str) -> tuple[list[int], bool]:
+    """The dims and keepdim of a reduction after the pool (sum, mean, logsumexp, amax, max, ...)."""
+    dims = node.kwargs.get("dim", args[1] if len(args) > 1 else None)
+    keep = node.kwargs.get("keepdim", args[2] if len(args) > 2 else False)
+    extra = sorted(set(node.kwargs) - {"dim", "keepdim"})
+    if dims is None:
+        raise Unsupported(f"{label} over every dim after the pool (the batch dim too)")
+    if extra or hasattr(dims, "op") or not isinstance(keep, bool) or len(args) > 3:
+        raise Unsupported(f"{label} after the pool with arguments {args[1:]} {node.kwargs}")
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if not all(isinstance(d, int) for d in dims):
+        raise Unsupported(f"{label} after the pool over dims {dims}")
+    return dims, keep
+
+
+def _takes_values(node, of) -> bool:
+    """node is `of[0]` or `of.values`: the values of torch.max/min's (values, indices)."""
+    import operator
+
+    return node.op == "call_function" and (
+        (node.target is operator.getitem and node.args == (of, 0))
+        or (node.target is getattr and node.args == (of, "values")))
+
+
+def _what(node, name: str) -> str:
+    """How a message names the op of a node: its table name, else its module, method or function."""
+    if name:
+        return name
+    if node.op == "call_function":
+        return getattr(node.target, "__name__", str(node.target))
+    return str(node.target)

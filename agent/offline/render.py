@@ -8,6 +8,7 @@ from typing import Any
 
 from agent.offline.models import Op, Plan, Variant
 from agent.offline.ops import _ops
+from agent.offline.tail import rows_call, with_rows_tail
 from agent.schema import GPUSpec
 
 TEMPLATES = {
@@ -85,8 +86,11 @@ def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
     else:
         call, producer = f"gap(x{operand_exprs})", plan.producer
         doc = f"{plan.producer_kind} (PyTorch) -> epilogue + global average pool fused in Triton ({fam} reduction)."
+    if plan.rowwise is not None:  # a reduction over the channels after the pool: a second kernel (offline.tail)
+        call = rows_call(plan, call)
     template = _env().get_template(TEMPLATES[fam])
-    return template.render(plan=plan, v=variant, k=k, k2=k2, w=w, gpu=gpu, doc=doc, call=call, producer=producer)
+    code = template.render(plan=plan, v=variant, k=k, k2=k2, w=w, gpu=gpu, doc=doc, call=call, producer=producer)
+    return code if plan.rowwise is None else with_rows_tail(plan, code)
 
 
 def _wrapper_doc(plan: Plan, v: Variant) -> str:
