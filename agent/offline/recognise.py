@@ -57,6 +57,11 @@ def _shape(node) -> tuple[int, ...] | None:
     return tuple(tm.shape) if tm is not None and hasattr(tm, "shape") else None
 
 
+# The convolutions the channels-last variants call themselves (torch.nn.functional, without the bias): 2D and 3D,
+# where a channels-last memory format exists.
+_CONV_FUNCTIONS = {"Conv2d": "conv2d", "Conv3d": "conv3d", "ConvTranspose2d": "conv_transpose2d",
+                   "ConvTranspose3d": "conv_transpose3d"}
+
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "pow": "**", "neg": "-"}
 
 
@@ -82,6 +87,7 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
     nc: tuple[int, int] | None = None
     mid_shape: tuple[int, ...] | None = None
     kernel_shape: tuple[int, ...] | None = None  # what the Triton part returns (before the PyTorch tail)
+    channel_lse: bool | None = None  # the tail starts with a logsumexp over the channels (keepdim or not)
 
     def reduced() -> bool:
         return layout is not None and not any(d >= 2 for d in layout)
@@ -183,6 +189,8 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
             nc, mid_shape = (s[0], s[1]), s
         if reduced() and cat not in ("binary", "unary", "mean", "pool"):
             kernel_shape = _shape(cur)
+            if not tail:
+                channel_lse = _channel_logsumexp(node, len(kernel_shape or ()))
             tail.append(torch_stmt(node))
             cur = node
             continue
@@ -249,13 +257,30 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
         conv is not None and type(conv).__name__ in _ops()["algebraic"]["modules"] and not pre
         and getattr(conv, "groups", 0) == 1 and getattr(conv, "padding_mode", "") == "zeros" and x.dim() == 4
     )
+    conv_fn = None
+    if conv is not None and type(conv).__name__ in _CONV_FUNCTIONS and getattr(conv, "padding_mode", "") == "zeros":
+        conv_fn = _CONV_FUNCTIONS[type(conv).__name__]
     itemsize = torch.empty((), dtype=x.dtype, device="meta").element_size()
     assert mid_shape is not None and nc is not None
     return Plan(
         init_source="", producer=producer, producer_kind=producer_kind, pre=pre, post=post, operands=operands,
         tail=tail, out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1], length=math.prod(mid_shape[2:]),
         in_bytes=x.numel() * itemsize, mid_bytes=math.prod(mid_shape) * itemsize, algebraic=algebraic,
+        conv_fn=conv_fn, conv_bias=conv_fn is not None and getattr(conv, "bias", None) is not None,
+        channel_lse=channel_lse,
     )
+
+
+def _channel_logsumexp(node, rank: int) -> bool | None:
+    """keepdim, where the node is torch.logsumexp over dim 1 (the channels) of the pooled value; None otherwise."""
+    import torch
+
+    if node.op != "call_function" or node.target is not torch.logsumexp or rank < 2:
+        return None
+    dim = node.kwargs.get("dim", node.args[1] if len(node.args) > 1 else None)
+    keep = node.kwargs.get("keepdim", node.args[2] if len(node.args) > 2 else False)
+    dims = list(dim) if isinstance(dim, (list, tuple)) else [dim]
+    return bool(keep) if len(dims) == 1 and isinstance(dims[0], int) and dims[0] % rank == 1 else None
 
 
 def _reduce(layout: list[int], dims: list[int], keep: bool) -> list[int]:
