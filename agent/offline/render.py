@@ -90,12 +90,13 @@ def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
     }
     operand_exprs = "".join(f", {o.expr}" for o in plan.operands)
     conv_call = ""
+    producer: list[str] = []  # module attributes forward() still calls before the Triton part
     if fam == "algebraic":
-        call, producer = f"convt_gap(x, self.{plan.producer[0]}, self.plans(){operand_exprs})", []
+        call = f"convt_gap(x, self.{plan.producer[0]}, self.plans(){operand_exprs})"
         doc = (f"{plan.producer_kind} -> epilogue -> global average pool, in closed form and one launch: window sums "
                "of the input, contracted with the weight; the conv output is never materialised.")
     elif fam == "nhwc":
-        call, producer = f"gap(x, self.{plan.producer[0]}{operand_exprs})", []
+        call = f"gap(x, self.{plan.producer[0]}{operand_exprs})"
         conv_call = _conv_call(plan)
         if lse:
             w["shape"] = "N" + ", 1" * (plan.out_ones + bool(plan.channel_lse))
