@@ -73,6 +73,8 @@ class Stage(Model):
     metrics: list[str] = Field(description="ncu metrics the prompt shows, in prompt order")
     rules: StageRules = Field(default_factory=StageRules)
     entered_for: str | None = Field(default=None, description="--stage auto enters it only for this bottleneck kind")
+    allows: list[str] = Field(default_factory=list, description="what the stage's rules allow that its text may seem "
+                                                                 "to forbid: the prompt says it with the diagnosis")
 
 
 # ---------------------------------------------------------------- problems

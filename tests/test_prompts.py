@@ -195,3 +195,17 @@ def test_a_missing_variable_is_an_error_not_an_empty_string():
 
     with pytest.raises(jinja2.UndefinedError):
         _env().from_string("Focus: {{ stage.focus }}\n").render()
+
+
+def test_memory_fusion_says_what_its_rules_allow_with_the_diagnosis_and_the_seed_stays_the_seed():
+    """The layout change of a heavy layer's operands, the bias folded into the epilogue and split reductions are
+    allowed (agent.harness.rules); the seed's text cannot say so, the [DIAGNOSIS] block does."""
+    from agent.diagnosis import Finding
+
+    finding = Finding(kind="outside-kernels", kernel="", evidence="87 % outside", direction="speed up the layer",
+                      remedy="library-layout")
+    text = render(seed_input(diagnosis=[finding]))
+    block = text[text.index("[DIAGNOSIS]"):]
+    assert "This stage's rules allow:" in block and "channels-last" in block and "is its operand, not an intermediate" in block
+    assert "without its bias" in block and "split reduction" in block
+    assert "This stage's rules allow:" not in render(seed_input())

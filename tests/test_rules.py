@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.harness.job import Launch, Op, Span, Storage, Trace, TrialRecord
+from agent.harness.job import Launch, Op, Read, Span, Storage, Trace, TrialRecord
 from agent.harness.rules import floor_ms, judge, traced
 from agent.schema import StageRules
 
@@ -92,3 +92,75 @@ def test_every_call_must_launch_and_return_what_it_launched_on():
 
 def test_the_physical_floor_is_the_input_read_once_at_peak_bandwidth():
     assert abs(floor_ms(64 * MB, 3350.0) - 0.9 * 64 * MB / 3350e9 * 1e3) < 1e-9  # 0.9: the settings' floor_factor
+
+
+# ---------------------------------------------------------------- heavy layers by family
+
+
+def test_a_heavy_layer_is_bounded_by_its_family_whatever_name_the_call_has():
+    """torch.compile runs the Model's Linear (aten.addmm) as aten.mm plus a Triton bias add."""
+    addmm = Op(name="addmm", kind="heavy", calls=1, in_bytes=40 * MB, data_bytes=8 * MB)
+    reference = Trace(ops=[addmm], storages=STORAGES[:3], inputs=[0], outputs=[2])
+    gap = Launch(kernel="bias_gap", args=[span(1), span(2)], written=[span(2)])
+    mm = Op(name="mm", kind="heavy", calls=1, in_bytes=40 * MB - 4096, data_bytes=8 * MB)
+    assert traced(trial([gap], ops=[mm]), reference, StageRules()) is None
+    twice = Op(name="mm", kind="heavy", calls=2, in_bytes=80 * MB, data_bytes=16 * MB)
+    msg = traced(trial([gap], ops=[twice, addmm.model_copy(update={"in_bytes": 0})]), reference, StageRules())
+    assert msg and "aten.mm, aten.addmm on 80.00 MB" in msg and "feeds its matmul layers 40.00 MB" in msg
+    conv = Op(name="cudnn_convolution", kind="heavy", calls=1, in_bytes=CONV.in_bytes)
+    assert traced(trial([gap], ops=[conv]), REFERENCE, StageRules()) is None  # the convolution family
+
+
+# ---------------------------------------------------------------- memory-fusion: operands of a heavy layer
+
+# 4 the channels-last copy of x (4 MB, over the 4 MB limit of 1/8 of the 32 MB conv output by a little)
+XC = Storage(id=4, bytes=4 * MB + 4096, shape=[2, 32, 128, 128])
+COPY = Launch(kernel="to_channels_last", args=[span(0), Span(id=4, lo=0, hi=XC.bytes)],
+              written=[Span(id=4, lo=0, hi=XC.bytes)])
+REDUCE = Launch(kernel="gap", args=[span(1), span(2)], written=[span(2)])
+
+
+def operand_trial(reads: list[Read], launches: list[Launch] | None = None, ops: list[Op] | None = None) -> TrialRecord:
+    t = trial(launches or [COPY, REDUCE], ops=ops)
+    t.trace.storages = [*STORAGES, XC]
+    t.trace.reads = reads
+    return t
+
+
+def test_a_buffer_over_the_limit_that_only_the_heavy_layer_reads_is_its_operand_not_an_intermediate():
+    conv_reads = Read(op="convolution", kind="heavy", after=1, storages=[4])
+    assert traced(operand_trial([conv_reads]), REFERENCE, FUSION) is None
+
+
+def test_an_operand_any_other_operator_reads_afterwards_is_an_intermediate():
+    reads = [Read(op="convolution", kind="heavy", after=1, storages=[4]), Read(op="clone", kind="free", after=1, storages=[4])]
+    msg = traced(operand_trial(reads), REFERENCE, FUSION)
+    assert msg and "kernel `to_channels_last` wrote 4.00 MB" in msg and "aten.clone reads it afterwards" in msg
+
+
+def test_what_read_it_before_the_write_does_not_count_but_nothing_reading_it_after_is_refused():
+    before = Read(op="clone", kind="free", after=0, storages=[4])
+    assert traced(operand_trial([before, Read(op="convolution", kind="heavy", after=1, storages=[4])]),
+                  REFERENCE, FUSION) is None
+    assert "no heavy layer reads it afterwards" in (traced(operand_trial([before]), REFERENCE, FUSION) or "")
+
+
+def test_an_operand_read_back_by_a_triton_kernel_is_a_round_trip():
+    peek = Launch(kernel="peek", args=[span(1), Span(id=4, lo=0, hi=XC.bytes), span(2)], written=[span(2)])
+    msg = traced(operand_trial([Read(op="convolution", kind="heavy", after=1, storages=[4])], [COPY, peek]),
+                 REFERENCE, FUSION)
+    assert msg and "kernel `peek` reads the 4.00 MB that kernel `to_channels_last` wrote" in msg
+
+
+def test_an_operand_needs_the_heavy_layer_no_more_often_and_no_larger_than_the_model_runs_it():
+    reads = [Read(op="convolution", kind="heavy", after=1, storages=[4])]
+    twice = CONV.model_copy(update={"calls": 2})
+    msg = traced(operand_trial(reads, ops=[twice]), REFERENCE, FUSION)
+    assert msg and "the convolution layers run 2 times, the problem's Model 1" in msg
+    matmul = Op(name="mm", kind="heavy", calls=1, in_bytes=4096)
+    msg = traced(operand_trial([Read(op="mm", kind="heavy", after=1, storages=[4])], ops=[CONV, matmul]), REFERENCE,
+                 FUSION)
+    assert msg and "the matmul layers run 1 times, the problem's Model 0" in msg
+    im2col = Launch(kernel="im2col", args=[span(0), Span(id=4, lo=0, hi=9 * 4 * MB)], written=[Span(id=4, lo=0, hi=9 * 4 * MB)])
+    msg = traced(operand_trial(reads, [im2col, REDUCE]), REFERENCE, FUSION)
+    assert msg and "larger than what the problem's Model feeds its convolution layers (4.00 MB)" in msg

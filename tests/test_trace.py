@@ -113,3 +113,25 @@ def test_kernels_defined_anywhere_are_seen():
         record(fwd, [torch.ones(8)])
     ''')
     assert [l["kernel"] for l in got["trace"]["launches"]] == ["inner"]
+
+
+def test_each_call_records_which_storages_already_met_it_read_and_after_how_many_launches():
+    got = run('''
+        w = torch.randn(2, 2, 1, 1)
+        def fwd(x):
+            xc = torch.empty_like(x)                 # metadata only: reads nothing
+            scale[(1,)](x, xc, 8, 1.0, B=8)
+            view = xc.view(2, 2, 2, 1)               # a view: the same storage, nothing read
+            conv = torch.nn.functional.conv2d(view, w)  # a heavy layer reads the buffer
+            copy = xc.clone()                        # a copy reads it too
+            out = torch.empty(2)
+            rowsum[(2,)](conv.reshape(2, -1), out, 4, B=4)
+            return out + copy.sum() * 0
+        record(fwd, [torch.ones(8)])
+    ''')
+    trace = got["trace"]
+    xc = trace["launches"][0]["written"][0]["id"]
+    reads = [(r["op"], r["kind"], r["after"]) for r in trace["reads"] if xc in r["storages"]]
+    assert reads == [("convolution", "heavy", 1), ("clone", "free", 1)]
+    assert not any(r["op"] in ("empty_like", "view") for r in trace["reads"])
+

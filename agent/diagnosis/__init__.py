@@ -10,6 +10,7 @@ The analyzers decide the facts; a template decides the wording.
     memory      DRAM and L2 throughput against peak; at DRAM peak, no alarm (only fewer bytes help); L2 the busiest unit
     occupancy   warps in flight against the warp slots, and what limits them (registers, shared memory, block size)
     host        the two clocks: host time above device time, launches per call
+    library     the device clock against the kernels' time: most of it in the layer left in PyTorch (layout, bias)
     stalls      warp stall reasons, the top two with their share (full set)
     spills      register spills to local memory (full set)
     access      bytes used per sector of global loads and stores, shared-memory bank conflicts (full set)

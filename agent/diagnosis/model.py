@@ -10,7 +10,7 @@ from agent.schema import GPUSpec, KernelProfile, Model, Profile, Timing
 
 # Remedies the offline proposer (and a prompt) can act on.
 Remedy = Literal["more-programs", "more-bytes-in-flight", "fewer-launches", "fewer-bytes", "contiguous-loads",
-                 "fewer-registers", "conflict-free-shared"]
+                 "fewer-registers", "conflict-free-shared", "library-layout"]
 
 STALL_REASONS = ("long_scoreboard", "short_scoreboard", "barrier", "mio_throttle", "lg_throttle", "math_pipe_throttle",
                  "wait", "not_selected", "selected", "dispatch_stall", "no_instruction", "branch_resolving", "membar",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.diagnosis import access, balance, grid, host, memory, occupancy, roofline, rules, spills, stalls
+from agent.diagnosis import access, balance, grid, host, library, memory, occupancy, roofline, rules, spills, stalls
 from agent.diagnosis.model import DiagnosisInput, Finding
 from agent.schema import Profile, Timing
 
@@ -15,6 +15,7 @@ ANALYZERS: dict[str, Callable[[DiagnosisInput], list[Finding]]] = {
     "memory": memory.analyze,
     "occupancy": occupancy.analyze,
     "host": host.analyze,
+    "library": library.analyze,
     "stalls": stalls.analyze,
     "spills": spills.analyze,
     "access": access.analyze,

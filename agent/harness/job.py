@@ -126,11 +126,22 @@ class Storage(Model):
     shape: list[int] = Field(default_factory=list, description="of the first tensor seen on it")
 
 
+class Read(Model):
+    """One PyTorch operator call that read storages the forward had already met (its inputs, or a launch's tensors),
+    in the order of the forward: what a buffer a Triton kernel wrote was used for afterwards."""
+
+    op: str
+    kind: Literal["free", "heavy", "compute"]
+    after: int = Field(description="Triton launches the forward had made before this call")
+    storages: list[int] = Field(default_factory=list, description="storage ids whose data it read")
+
+
 class Trace(Model):
     """What one forward did, as recorded where it happened."""
 
     launches: list[Launch] = Field(default_factory=list)
     ops: list[Op] = Field(default_factory=list)
+    reads: list[Read] = Field(default_factory=list)
     storages: list[Storage] = Field(default_factory=list)
     inputs: list[int] = Field(default_factory=list, description="storage ids of the forward's tensor inputs")
     outputs: list[int] = Field(default_factory=list, description="storage ids of the returned tensors")

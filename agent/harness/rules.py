@@ -6,15 +6,21 @@ Every stage:
 - PyTorch computes on the data (what derives from the forward's inputs) at most a small fraction of the forward's
   largest tensor (operators.toml's "compute" kind, summed over the forward): a decoy kernel beside torch.mean,
   torch.ops.aten, or the reference Model itself is refused; preparing weights and constants is not the data;
-- the problem's heavy layers may stay in PyTorch, fed no more than the problem's own Model feeds them.
+- the problem's heavy layers may stay in PyTorch, fed no more than the problem's own Model feeds them, counted by
+  family (operators.toml: a Linear run as mm plus a bias add is the Model's matmul, whatever the call's name).
 A stage may add (StageRules.max_intermediate_write, memory-fusion): no Triton kernel writes more than a fraction
 of the largest tensor to anything but the returned tensor, and no kernel reads back a large buffer another wrote.
+One buffer larger than that is not an intermediate of the fused ops: an operand a kernel prepared for a heavy layer
+that stays in PyTorch (the convolution's input and weight copied to channels-last, as torch.compile does). It is
+allowed when the heavy layers are its only readers after the write (no Triton kernel, no other PyTorch operator),
+their family runs no more often than in the Model, and it is no larger than what the Model feeds that family.
 """
 
 from __future__ import annotations
 
-from agent.harness.job import Trace, TrialRecord
+from agent.harness.job import Op, Span, Trace, TrialRecord
 from agent.harness.settings import settings
+from agent.harness.trace import operator_kinds
 from agent.schema import StageRules
 
 
@@ -63,30 +69,65 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules) -> st
         ops = ", ".join(f"aten.{o.name} x{o.calls} on {_mb(o.data_bytes)}" for o in top)
         return (f"PyTorch computed over {_mb(total)} of this forward ({ops}; the largest tensor is {_mb(big)}): the "
                 "work must be done in Triton kernels, PyTorch may only allocate, reshape and copy")
-    ref_heavy = {op.name: op.in_bytes for op in (reference.ops if reference else []) if op.kind == "heavy"}
-    for op in trace.ops:
-        if op.kind == "heavy":
-            allowed = cfg.heavy_factor * ref_heavy.get(op.name, 0) + cfg.heavy_slack_bytes
-            if op.in_bytes > allowed:
-                theirs = f"the problem's Model feeds it {_mb(ref_heavy[op.name])}" if op.name in ref_heavy else \
-                    "the problem's Model does not run it"
-                return (f"PyTorch runs aten.{op.name} on {_mb(op.in_bytes)} ({theirs}): new work in PyTorch is not an "
-                        "answer, write it in Triton")
+    ref_heavy = _families(reference.ops if reference else [])
+    for family, (names, calls, in_bytes) in _families(trace.ops).items():
+        allowed = cfg.heavy_factor * ref_heavy.get(family, ([], 0, 0))[2] + cfg.heavy_slack_bytes
+        if in_bytes > allowed:
+            ops = ", ".join(f"aten.{n}" for n in names)
+            theirs = f"the problem's Model feeds its {family} layers {_mb(ref_heavy[family][2])}" \
+                if family in ref_heavy else f"the problem's Model does not run it: no {family} layer"
+            return (f"PyTorch runs {ops} on {_mb(in_bytes)} ({theirs}): new work in PyTorch is not an "
+                    "answer, write it in Triton")
     if rules.max_intermediate_write is not None:
-        return _intermediates(trial, trace, big, rules, storages)
+        return _intermediates(trial, trace, big, rules, storages, ref_heavy)
     return None
 
 
-def _intermediates(trial: TrialRecord, trace: Trace, big: int, rules: StageRules, storages: dict) -> str | None:
+def _families(ops: list[Op]) -> dict[str, tuple[list[str], int, int]]:
+    """The heavy layers by family: (operator names, calls, bytes fed)."""
+    kinds = operator_kinds()
+    out: dict[str, tuple[list[str], int, int]] = {}
+    for op in ops:
+        if op.kind == "heavy":
+            names, calls, in_bytes = out.get(kinds.family(op.name), ([], 0, 0))
+            out[kinds.family(op.name)] = ([*names, op.name], calls + op.calls, in_bytes + op.in_bytes)
+    return out
+
+
+def _operand_refused(i: int, w: Span, trace: Trace, ref_heavy: dict[str, tuple[list[str], int, int]]) -> str | None:
+    """Why the buffer launch i wrote is not an operand prepared for a heavy layer (None: it is one)."""
+    kinds, cfg = operator_kinds(), settings().rules
+    readers = [r for r in trace.reads if r.after > i and w.id in r.storages]
+    other = next((r for r in readers if r.kind != "heavy"), None)
+    if other is not None:
+        return f"aten.{other.op} reads it afterwards"
+    if not readers:
+        return "no heavy layer reads it afterwards"
+    mine = _families(trace.ops)
+    for family in dict.fromkeys(kinds.family(r.op) for r in readers):
+        _, ref_calls, ref_bytes = ref_heavy.get(family, ([], 0, 0))
+        if mine[family][1] > ref_calls:
+            return f"the {family} layers run {mine[family][1]} times, the problem's Model {ref_calls}"
+        if w.hi - w.lo > cfg.heavy_factor * ref_bytes:
+            return f"it is larger than what the problem's Model feeds its {family} layers ({_mb(ref_bytes)})"
+    return None
+
+
+def _intermediates(trial: TrialRecord, trace: Trace, big: int, rules: StageRules, storages: dict,
+                   ref_heavy: dict[str, tuple[list[str], int, int]]) -> str | None:
     limit = (rules.max_intermediate_write or 0.0) * big
     outputs = set(trace.outputs)
     why = f" ({rules.intermediate_reason})" if rules.intermediate_reason else ""
-    for launch in trace.launches:
+    for i, launch in enumerate(trace.launches):
         for w in launch.written:
             if w.id not in outputs and w.hi - w.lo > limit:
+                refused = _operand_refused(i, w, trace, ref_heavy)
+                if refused is None:
+                    continue  # the operand of a heavy layer: the round trip below still applies to it
                 shape = "x".join(map(str, storages[w.id].shape)) if w.id in storages else "?"
                 return (f"kernel `{launch.kernel}` wrote {_mb(w.hi - w.lo)} to a buffer that is not the output (shape "
-                        f"{shape}); this stage allows at most {_mb(int(limit))} there{why}")
+                        f"{shape}); this stage allows at most {_mb(int(limit))} there{why}; nor is it an operand "
+                        f"prepared for a heavy layer left in PyTorch: {refused}")
     for i, first in enumerate(trace.launches):
         for w in first.written:
             if w.hi - w.lo <= limit:

@@ -4,7 +4,10 @@ Tracker hooks the one place every Triton launch passes, at class level, so kerne
 `__init__`, autotuned or compiled by hand are all seen: the interpreter's GridExecutor in CPU mode, the active
 driver's launcher class on the GPU. For every call it counts launches and the storages they were given; for a
 traced call it also copies each storage a launch was given before and after the launch, to know which ones the
-launch wrote, and records every PyTorch operator the forward ran (a TorchDispatchMode), with what it read.
+launch wrote, and records every PyTorch operator the forward ran (a TorchDispatchMode), with what it read: in total
+per operator, and call by call which storages already met (inputs, launches' tensors) it read, in the forward's
+order (so the parent knows what a buffer a kernel wrote was used for). While tracing, every storage met is kept
+alive to the end of the call: a freed buffer's address handed to a new one would otherwise be the same storage.
 
 The worker reports these facts; the parent judges them (agent.harness.rules).
 """
@@ -17,14 +20,27 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from agent.datafiles import load_toml
-from agent.harness.job import Launch, Op, Span, Storage, Trace
+from agent.harness.job import Launch, Op, Read, Span, Storage, Trace
+
+
+class OperatorKinds:
+    """agent/data/operators.toml: the free operators (those of them that only look at metadata), and the heavy
+    layers by family; every other operator computes."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.free = frozenset(data["free"])
+        self.metadata = frozenset(data["metadata"])
+        self.families: dict[str, str] = {name: family for family, names in data["heavy"].items() for name in names}
+        self.heavy = frozenset(self.families)
+
+    def family(self, name: str) -> str:
+        """The heavy family of an operator (its own name where it is in none)."""
+        return self.families.get(name, name)
 
 
 @lru_cache(maxsize=1)
-def operator_kinds() -> tuple[frozenset[str], frozenset[str]]:
-    """(free, heavy) ATen operator names (agent/data/operators.toml); every other operator computes."""
-    data = load_toml("operators.toml")
-    return frozenset(data["free"]), frozenset(data["heavy"])
+def operator_kinds() -> OperatorKinds:
+    return OperatorKinds(load_toml("operators.toml"))
 
 
 def _tensors(obj: Any, torch: Any) -> list[Any]:
@@ -59,7 +75,10 @@ class Tracker:
         self._storages: dict[int, Storage] = {}
         self._launch_log: list[Launch] = []
         self._ops: dict[str, Op] = {}
-        self.free, self.heavy = operator_kinds()
+        self._reads: list[Read] = []
+        self._alive: list[Any] = []
+        kinds = operator_kinds()
+        self.free, self.heavy, self.metadata = kinds.free, kinds.heavy, kinds.metadata
         self.installed = ""
 
     # ---------------------------------------------------------------- hooks
@@ -106,7 +125,7 @@ class Tracker:
         """Start recording one call; `count_only` (timed calls): launches are counted, nothing else is looked at."""
         self.tracing, self.launches, self.count_only = trace, 0, count_only
         self.launch_storages = set()
-        self._ids, self._storages, self._launch_log, self._ops = {}, {}, [], {}
+        self._ids, self._storages, self._launch_log, self._ops, self._reads, self._alive = {}, {}, [], {}, [], []
         self._input_ids = [self._id(t) for t in _tensors(inputs, self.torch)] if trace else []
         # storages derived from the forward's inputs (the data), followed through operators and launches
         self._tainted = {self._key(t) for t in _tensors(inputs, self.torch)} if trace else set()
@@ -119,9 +138,11 @@ class Tracker:
             launched = bool(keys) and all(k in self.launch_storages for k in keys)
             if not self.tracing:
                 return launched, None
-            trace = Trace(launches=self._launch_log, ops=list(self._ops.values()), inputs=self._input_ids,
-                          outputs=[self._id(t) for t in outputs], storages=list(self._storages.values()))
+            trace = Trace(launches=self._launch_log, ops=list(self._ops.values()), reads=self._reads,
+                          inputs=self._input_ids, outputs=[self._id(t) for t in outputs],
+                          storages=list(self._storages.values()))
             self.tracing = False
+            self._alive = []
             return launched, trace
         finally:
             self.depth -= 1
@@ -134,6 +155,8 @@ class Tracker:
         if key not in self._ids:
             self._ids[key] = len(self._ids)
             self._storages[key] = Storage(id=self._ids[key], bytes=int(t.untyped_storage().nbytes()), shape=list(t.shape))
+            if self.tracing:
+                self._alive.append(t.untyped_storage())
         return self._ids[key]
 
     def _launch(self, name: str, args: Any, run: Callable[[], Any]) -> Any:
@@ -210,10 +233,11 @@ class Tracker:
             ins = {id(t): t for t in _tensors((args, kwargs), self.torch)}
             outs = _tensors(out, self.torch)
             sizes = [t.numel() * t.element_size() for t in ins.values()]
-            if name in ("copy_", "set_") or name.endswith("_"):  # in place: the written tensor derives from the rest
-                outs = [*outs, *list(ins.values())[:1]]
             kind: Literal["free", "heavy", "compute"] = (
                 "free" if name in self.free else "heavy" if name in self.heavy else "compute")
+            self._record_read(name, kind, list(ins.values()), outs)
+            if name in ("copy_", "set_") or name.endswith("_"):  # in place: the written tensor derives from the rest
+                outs = [*outs, *list(ins.values())[:1]]
             if kind == "free" and self._crosses_devices(name, list(ins.values()), kwargs):
                 kind, name = "compute", f"{name} (to another device)"
             op = self._ops.setdefault(name, Op(name=name, kind=kind))
@@ -225,6 +249,19 @@ class Tracker:
             op.largest_bytes = max([op.largest_bytes, *sizes, *(t.numel() * t.element_size() for t in outs)])
         finally:
             self.depth -= 1
+
+    def _record_read(self, name: str, kind: Literal["free", "heavy", "compute"], ins: list[Any], outs: list[Any]) -> None:
+        """Which storages already met this call read. A free operator reads none of what it returns (a view, the
+        target of a copy) and nothing at all when it looks only at metadata (empty_like, sym_size); an operator
+        that computes or a heavy layer reads every tensor it is given."""
+        if kind == "free" and name in self.metadata:
+            return
+        keys = {self._key(t) for t in ins}
+        if kind == "free":
+            keys -= {self._key(t) for t in outs}
+        read = sorted(self._ids[k] for k in keys if k in self._ids)
+        if read:
+            self._reads.append(Read(op=name, kind=kind, after=len(self._launch_log), storages=read))
 
     @staticmethod
     def _crosses_devices(name: str, ins: list[Any], kwargs: dict) -> bool:

@@ -41,6 +41,7 @@ class Thresholds(BaseModel):
     near_roof_pct: float
     host_factor: float
     host_gap_us: float
+    outside_share: float
     same_pct: float
 
 

@@ -12,7 +12,13 @@ a `Plan`; `render()` writes one `Variant` of it as a complete KernelBench-style 
   fp32 output), for when N*C is small against the SM count;
 - `persistent`: a grid of a few programs per SM looping over the rows;
 - `algebraic` (the `algebraic` stage, ConvTranspose2d only): the spatial mean of a transposed convolution's
-  output in closed form from window sums of its input, so the conv output is never written or read.
+  output in closed form from window sums of its input, so the conv output is never written or read;
+- `nhwc` (a zero-padded 2D/3D convolution producer): torch.compile's remedies for the layer left in PyTorch: the
+  convolution in channels-last (input and weight converted: cuDNN's fast layout), called without its bias, the bias
+  and the epilogue folded into the reduction (mean(conv + b) = mean(conv) + b), which reads the channels-last output
+  with coalesced channel vectors, as a split reduction (partials per (n, c), then a small combine kernel) where the
+  images and channel blocks are too few for the GPU. First wherever the diagnosis finds the forward's time outside
+  its kernels (remedy `library-layout`), and in the memory-fusion stage before any profile.
 
 What to try first follows the metrics (a grid small against the SM count or few warps active: more
 programs; DRAM near peak: meta-parameter search around the current best); every answer's first line says
@@ -52,6 +58,7 @@ from agent.offline.planner import (
     WARPS,
     Reading,
     _around,
+    nhwc_split,
     _change,
     _interleave,
     _pow2_at_least,
@@ -208,6 +215,11 @@ class OfflineProposer:
         families = self._families(plan)
         # host-bound (the two clocks): one launch per call first; a split reduction's combine kernel goes last
         one_launch = any(f.remedy == "fewer-launches" for f in self._findings)
+        # the heavy layer left in PyTorch takes most of the time: its layout and bias first (torch.compile's remedies);
+        # so too in memory-fusion before any profile (the layer, not the reduction, is most of these forwards)
+        outside = any(f.remedy == "library-layout" for f in self._findings)
+        unprofiled = self._profile is None or not self._profile.kernels
+        layout_first = "nhwc" in families and (outside or (self._stage == "memory-fusion" and unprofiled))
         if one_launch:
             families = [f for f in families if f != "split"] + [f for f in families if f == "split"]
         split_s = _pow2_at_least(math.ceil(SPLIT_PROGRAMS_PER_SM * sms / max(rows, 1)))
@@ -222,6 +234,11 @@ class OfflineProposer:
                 what = f"split each (n, c) row over {v.split} programs ({rows * v.split} programs), {how}"
             elif v.family == "persistent":
                 what = f"persistent grid of {v.split}×{sms} SMs = {min(rows, v.split * sms)} programs looping over {rows} rows"
+            elif v.family == "nhwc":
+                what = (f"{plan.producer_kind} in channels-last without its bias (torch.compile's layout), bias and "
+                        f"epilogue folded into the mean, " + ("one launch" if v.split == 1 else
+                                                             f"{v.split} programs per (n, channel block) + a combine kernel"))
+                what = f"most of the forward is outside the kernels: {what}" if outside else what
             else:
                 what = v.family
             return f"{figures}: {what} ({v.params()})"
@@ -242,8 +259,10 @@ class OfflineProposer:
             order_of = [f for f in order_of if f != "split"] + ["split"]
         if contiguous:
             order_of = ["row", *(f for f in order_of if f != "row")]
+        order_of = ["nhwc", *order_of] if layout_first else [*order_of, "nhwc"]
         primary = sorted([f for f in order_of if f in families], key=self._broken)
-        anchors = {f: Variant(family=f, **{**ANCHORS[f], **({"split": split_s} if f in ("split", "atomic") else {})})
+        splits = {"split": split_s, "atomic": split_s, "nhwc": nhwc_split(plan.batch, plan.channels, sms)}
+        anchors = {f: Variant(family=f, **{**ANCHORS[f], **({"split": splits[f]} if f in splits else {})})
                    for f in primary}
         lists = [_around(f, anchors[f]) for f in primary]
         # the primary family gets two turns per round: the first batch already spans the layouts
@@ -265,4 +284,4 @@ class OfflineProposer:
         """The GAP families this plan allows (atomics only where the epilogue is a pure scale)."""
         scale_only = all(op.operand is not None and _ops()["binary"][op.name]["scale"] for op in plan.post)
         families: list[Family] = ["row", "split", "persistent"]
-        return families + (["atomic"] if scale_only else [])
+        return families + (["atomic"] if scale_only else []) + (["nhwc"] if plan.conv_fn else [])

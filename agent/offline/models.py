@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Family = Literal["row", "split", "atomic", "persistent", "algebraic"]
+Family = Literal["row", "split", "atomic", "persistent", "algebraic", "nhwc"]
 
 
 class Unsupported(Exception):
@@ -57,6 +57,10 @@ class Plan(_Model):
     in_bytes: int
     mid_bytes: int = Field(description="bytes of the producer's output at the timed size")
     algebraic: bool = Field(description="the closed-form rewrite applies (ConvTranspose2d, affine epilogue)")
+    conv_fn: str | None = Field(default=None, description="the producer as a torch.nn.functional call ('conv2d', "
+                                "'conv_transpose2d') where it is one zero-padded 2D or 3D convolution: what the "
+                                "channels-last variants call, without its bias")
+    conv_bias: bool = Field(default=False, description="that convolution has a bias (folded into the epilogue)")
 
     @property
     def rows(self) -> int:
@@ -71,7 +75,8 @@ class Variant(_Model):
     warps: int
     stages: int
     split: int = Field(default=1, description="split/atomic: programs per row; persistent: programs per SM; "
-                                              "algebraic: input columns per tile")
+                                              "algebraic: input columns per tile; nhwc: programs per (n, channel "
+                                              "block), 1: one launch")
 
     @property
     def key(self) -> tuple:
@@ -87,5 +92,7 @@ class Variant(_Model):
         if self.family == "algebraic":
             return f"tile {self.block}x{self.split}, {rest}"
         lead = {"split": f"{self.split} programs/row, ", "atomic": f"{self.split} programs/row, ",
-                "persistent": f"{self.split} programs/SM, "}.get(self.family, "")
+                "persistent": f"{self.split} programs/SM, ",
+                "nhwc": f"channels-last conv, bias in the epilogue, {self.split} programs per (n, channels), "}.get(
+            self.family, "")
         return f"{lead}BLOCK {self.block}, {rest}"

@@ -28,6 +28,8 @@ SPACE: dict[str, dict[str, list[Any]]] = {
     "persistent": {"block": [2048, 4096, 8192], "warps": [4, 8, 16], "stages": [1, 2], "split": [1, 2, 4, 8]},
     # algebraic: block = rows per tile (BH), split = columns per tile (BW)
     "algebraic": {"block": [4, 8, 16, 32], "warps": [2, 4, 8], "stages": [1, 3], "split": [64, 128]},
+    # nhwc: block = elements per tile (positions x channels), split = programs per (n, channel block)
+    "nhwc": {"block": [1024, 2048, 4096, 8192], "warps": [4, 8], "stages": [1, 2, 3], "split": [1, 4, 16, 32, 64]},
 }
 ANCHORS: dict[str, dict[str, int]] = {
     "row": {"block": 2048, "warps": 4, "stages": 2, "split": 1},  # near the plain kernel that reached 91 % DRAM
@@ -37,6 +39,8 @@ ANCHORS: dict[str, dict[str, int]] = {
     # 4 x 128 tiles, 2 warps: the fastest of 24 configurations on an H100 (gap44: 31.7 us; 4 warps 36 us, 8 warps
     # 44-55 us: fewer, wider programs leave SMs short of loads in flight; bench/results/gap44_goal_h100)
     "algebraic": {"block": 4, "warps": 2, "stages": 1, "split": 128},
+    # torch.compile's shape for gap44 (64 partials per (n, c)); the split is chosen from the grid (nhwc_split)
+    "nhwc": {"block": 4096, "warps": 4, "stages": 2, "split": 64},
 }
 
 
@@ -78,6 +82,16 @@ class Reading(_Model):
         if self.duration_us is not None:
             parts.append(f"{self.duration_us:.0f} µs")
         return ", ".join(parts) if parts else "no ncu metrics yet"
+
+
+def nhwc_split(batch: int, channels: int, sms: int) -> int:
+    """Programs per (n, channel block of up to 128) for the channels-last reduction: one launch where the images and
+    channel blocks fill the GPU, else a split reduction with about SPLIT_PROGRAMS_PER_SM programs per SM."""
+    programs = batch * math.ceil(channels / min(128, 1 << max(channels - 1, 0).bit_length()))
+    if programs >= SMALL_GRID_WAVES * sms:
+        return 1
+    wanted = math.ceil(SPLIT_PROGRAMS_PER_SM * sms / max(programs, 1))
+    return next((s for s in SPACE["nhwc"]["split"] if s >= wanted), SPACE["nhwc"]["split"][-1])
 
 
 def _pow2_at_least(n: int, lo: int = 2, hi: int = 16) -> int:
@@ -132,7 +146,7 @@ def _change(old: Variant, new: Variant) -> str:
     names = {"block": "BLOCK" if new.family != "algebraic" else "tile rows",
              "warps": "warps", "stages": "stages",
              "split": {"split": "programs/row", "atomic": "programs/row", "persistent": "programs/SM",
-                       "algebraic": "tile cols", "row": "split"}[new.family]}
+                       "algebraic": "tile cols", "row": "split", "nhwc": "programs/(n, channels)"}[new.family]}
     moved = [f"{names[k]} {getattr(old, k)}→{getattr(new, k)}" for k in ("split", "block", "warps", "stages")
              if getattr(old, k) != getattr(new, k)]
     return (", ".join(moved) or "same") + f" ({new.params()})"

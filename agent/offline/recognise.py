@@ -57,6 +57,11 @@ def _shape(node) -> tuple[int, ...] | None:
     return tuple(tm.shape) if tm is not None and hasattr(tm, "shape") else None
 
 
+# The convolutions the channels-last variants call themselves (torch.nn.functional, without the bias): 2D and 3D,
+# where a channels-last memory format exists.
+_CONV_FUNCTIONS = {"Conv2d": "conv2d", "Conv3d": "conv3d", "ConvTranspose2d": "conv_transpose2d",
+                   "ConvTranspose3d": "conv_transpose3d"}
+
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "pow": "**", "neg": "-"}
 
 
@@ -289,12 +294,16 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
         conv is not None and type(conv).__name__ in _ops()["algebraic"]["modules"] and not pre
         and getattr(conv, "groups", 0) == 1 and getattr(conv, "padding_mode", "") == "zeros" and x.dim() == 4
     )
+    conv_fn = None
+    if conv is not None and type(conv).__name__ in _CONV_FUNCTIONS and getattr(conv, "padding_mode", "") == "zeros":
+        conv_fn = _CONV_FUNCTIONS[type(conv).__name__]
     itemsize = torch.empty((), dtype=x.dtype, device="meta").element_size()
     assert mid_shape is not None and nc is not None
     return Plan(
         init_source="", producer=producer, producer_kind=producer_kind, pre=pre, post=post, operands=operands,
         rowwise=rowwise, tail=tail, out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1], length=math.prod(mid_shape[2:]),
         in_bytes=x.numel() * itemsize, mid_bytes=math.prod(mid_shape) * itemsize, algebraic=algebraic,
+        conv_fn=conv_fn, conv_bias=conv_fn is not None and getattr(conv, "bias", None) is not None,
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from agent.offline.models import Op, Plan, Variant
+from agent.offline.models import Op, Operand, Plan, Variant
 from agent.offline.ops import _ops
 from agent.offline.tail import rows_call, with_rows_tail
 from agent.schema import GPUSpec
@@ -17,11 +17,14 @@ TEMPLATES = {
     "atomic": "gap_split_atomic.py.j2",
     "persistent": "gap_persistent.py.j2",
     "algebraic": "convt2d_gap.py.j2",
+    "nhwc": "gap_nhwc.py.j2",
 }
 
 
 def _kernel_ctx(plan: Plan, ops: list[Op], where: str, value: str) -> dict[str, Any]:
-    """Kernel parameters, operand loads and op lines for `ops` applied to `value` ('v' or 'r')."""
+    """Kernel parameters, operand loads and op lines for `ops` applied to `value` ('v' or 'r'). `where` says how a
+    per-channel operand is indexed: one value per row ('c'), a vector over co ('co'), or over the channel block cs
+    of a channels-last tile ('cs': broadcast along the tile's positions for 'v')."""
     spec = _ops()
     used = sorted({op.operand for op in ops if op.operand is not None})
     params, loads, lines = [], [], []
@@ -31,13 +34,16 @@ def _kernel_ctx(plan: Plan, ops: list[Op], where: str, value: str) -> dict[str, 
             params.append(f"s{i}")
         else:
             params.append(f"p{i}_ptr")
-            index = {"c": f"p{i}_ptr + c", "co": f"p{i}_ptr + co, mask=co_m, other=0.0"}[where]
+            index = {"c": f"p{i}_ptr + c", "co": f"p{i}_ptr + co, mask=co_m, other=0.0",
+                     "cs": f"p{i}_ptr + cs, mask=cm, other=0.0"}[where]
             loads.append(f"o{i} = tl.load({f'p{i}_ptr' if o.kind == 'single' else index}).to(tl.float32)")
     for op in ops:
         if op.operand is None:
             expr = spec["unary"][op.name]["expr"].format(x=value)
         else:
-            name = f"s{op.operand}" if plan.operands[op.operand].kind == "scalar" else f"o{op.operand}"
+            kind = plan.operands[op.operand].kind
+            name = f"s{op.operand}" if kind == "scalar" else f"o{op.operand}"
+            name += "[None, :]" if where == "cs" and value == "v" and kind == "channel" else ""
             expr = spec["binary"][op.name]["expr"].format(x=value, o=name)
         lines.append(f"{value} = {expr}")
     needs_c = where == "c" and any(plan.operands[i].kind == "channel" for i in used)
@@ -61,9 +67,13 @@ def _env():
 def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
     """The complete ModelNew file for one variant."""
     fam = variant.family
-    where = "co" if fam == "algebraic" else "c"  # per-channel operands: one value per row, or a vector over co
+    if fam == "nhwc":
+        plan = bias_folded(plan)
+    where = {"algebraic": "co", "nhwc": "cs"}.get(fam, "c")  # per-channel operands: per row, or a vector
     pre, post = _kernel_ctx(plan, plan.pre, where, "v"), _kernel_ctx(plan, plan.post, where, "r")
-    if fam == "split":  # the partial kernel applies the per-element ops, the combine kernel the per-row ones
+    two = fam == "split" or (fam == "nhwc" and variant.split > 1)  # partials, then a combine kernel
+    if two:
+        # the partial kernel applies the per-element ops, the combine kernel the per-row ones
         k, k2 = {**pre, "pre": pre["ops"], "post": []}, {**post, "pre": [], "post": post["ops"]}
     else:
         both = _kernel_ctx(plan, plan.pre + plan.post, where, "v")
@@ -79,18 +89,48 @@ def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
         "doc": _wrapper_doc(plan, variant),
     }
     operand_exprs = "".join(f", {o.expr}" for o in plan.operands)
+    conv_call = ""
+    producer: list[str] = []  # module attributes forward() still calls before the Triton part
     if fam == "algebraic":
-        call, producer = f"convt_gap(x, self.{plan.producer[0]}, self.plans(){operand_exprs})", []
+        call = f"convt_gap(x, self.{plan.producer[0]}, self.plans(){operand_exprs})"
         doc = (f"{plan.producer_kind} -> epilogue -> global average pool, in closed form and one launch: window sums "
                "of the input, contracted with the weight; the conv output is never materialised.")
+    elif fam == "nhwc":
+        call = f"gap(x, self.{plan.producer[0]}{operand_exprs})"
+        conv_call = _conv_call(plan)
+        doc = (f"{plan.producer_kind} (PyTorch, channels-last, without its bias) -> bias + epilogue + global average "
+               f"pool fused in Triton "
+               f"({'split reduction' if variant.split > 1 else 'two launches' if two else 'one launch'}).")
     else:
         call, producer = f"gap(x{operand_exprs})", plan.producer
         doc = f"{plan.producer_kind} (PyTorch) -> epilogue + global average pool fused in Triton ({fam} reduction)."
     if plan.rowwise is not None:  # a reduction over the channels after the pool: a second kernel (offline.tail)
         call = rows_call(plan, call)
     template = _env().get_template(TEMPLATES[fam])
-    code = template.render(plan=plan, v=variant, k=k, k2=k2, w=w, gpu=gpu, doc=doc, call=call, producer=producer)
+    code = template.render(plan=plan, v=variant, k=k, k2=k2, w=w, gpu=gpu, doc=doc, call=call, producer=producer,
+                           conv_call=conv_call, two=two)
     return code if plan.rowwise is None else with_rows_tail(plan, code)
+
+
+def bias_folded(plan: Plan) -> Plan:
+    """The plan with the convolution's bias moved into the epilogue: an add of a per-channel operand before the other
+    ops, after the mean where every per-element op is affine (mean(conv + b) = mean(conv) + b), else per element."""
+    if not plan.conv_bias:
+        return plan
+    operands = [*plan.operands, Operand(kind="channel", expr=f"self.{plan.producer[0]}.bias")]
+    add = Op(name="add", operand=len(operands) - 1)
+    if plan.pre:
+        return plan.model_copy(update={"operands": operands, "pre": [add, *plan.pre]})
+    return plan.model_copy(update={"operands": operands, "post": [add, *plan.post]})
+
+
+def _conv_call(plan: Plan) -> str:
+    """The producer called without its bias, on the channels-last input xc and weight w."""
+    assert plan.conv_fn is not None
+    if plan.conv_fn.startswith("conv_transpose"):
+        return (f"F.{plan.conv_fn}(xc, w, None, conv.stride, conv.padding, conv.output_padding, conv.groups, "
+                "conv.dilation)")
+    return f"F.{plan.conv_fn}(xc, w, None, conv.stride, conv.padding, conv.dilation, conv.groups)"
 
 
 def _wrapper_doc(plan: Plan, v: Variant) -> str:
@@ -100,4 +140,7 @@ def _wrapper_doc(plan: Plan, v: Variant) -> str:
         "atomic": f"Mean over the spatial dims of x (N, C, ...): {v.split} programs per (n, c) row, tl.atomic_add.",
         "persistent": f"Mean over the spatial dims of x (N, C, ...): a persistent grid of {v.split} programs per SM.",
         "algebraic": f"Spatial mean of {plan.producer_kind}(x) with the epilogue, from window sums of x.",
+        "nhwc": f"{plan.producer_kind} in channels-last without its bias, then the mean over its positions with the "
+                f"bias and the epilogue: {v.split} program(s) per (n, channel block)"
+                + (", then a combine kernel." if v.split > 1 else ", one launch."),
     }[v.family]
