@@ -27,16 +27,19 @@ NEXT_FOR = {  # what a converged stage's bottleneck calls for next, with why
 }
 
 
+FLOOR = "correctness"  # the ladder's floor: no stage rule beyond the harness's own
+
+
 def choose_stage(current: str, visited: set[str], best: Measured | None, stale: int, patience: int,
                  objective: Objective = "latency") -> tuple[str | None, str]:
     """Next stage for --stage auto: stay while a stage improves; once it stalls, follow the bottleneck (host-bound,
     from the two clocks, first when the run optimizes latency)."""
     if best is None:
-        return "correctness", "no correct kernel yet"
-    if current != "correctness" and stale < patience:
+        return FLOOR, "no correct kernel yet"
+    if current != FLOOR and stale < patience:
         return current, f"improving on {current}" if stale == 0 else f"{stale}/{patience} iterations without gain"
     b = bottleneck(best.profile, best.timing, objective)
-    open_stages = [s.name for s in load_stages() if s.name not in visited and s.name != "correctness"
+    open_stages = [s.name for s in load_stages() if s.name not in visited and s.name != FLOOR
                    and (s.entered_for is None or (b is not None and b.kind == s.entered_for))]
     if not open_stages:
         return None, f"stage ladder exhausted (last: {current})"

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent.crosscheck import timing_doubt
 from agent.diagnosis import for_prompt
 from agent.errors import UserError
-from agent.ladder import choose_stage
+from agent.ladder import FLOOR, choose_stage
 from agent.problems import starting_code
 from agent.prompts import PromptInput, render
 from agent.protocols import Parts, Progress, ProposalContext, RunStore
@@ -95,6 +95,16 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
             store.record_iteration(run_id, 0, stage.name, "", why, None)
             group = Group(parent=None, stage=stage.name, k=len(starts))
             _, best, judged = _judge(ctx, 0, [(group, None, a) for a in starts], best, stage)
+            refused = [a for a, c in zip(starts, judged) if c.result.verdict == Verdict.RULE_VIOLATION]
+            if best is None and refused and config.stage == "auto" and stage.name != FLOOR:
+                # A start is where the run begins, not an answer to the first stage: torch.compile's kernels may keep
+                # an intermediate in memory that memory-fusion refuses, and the ladder's floor admits them as a start.
+                floor = get_stage(FLOOR)
+                progress.message(f"no starting kernel meets {stage.name}'s rules: judged again at {floor.name}, "
+                                 "the ladder's floor")
+                again = Group(parent=None, stage=floor.name, k=len(refused))
+                _, best, more = _judge(ctx, 0, [(again, None, a) for a in refused], best, floor, offset=len(starts))
+                judged = judged + more
             for candidate in judged:
                 search.add(candidate)
         state.last_iteration = 0
@@ -250,12 +260,12 @@ def _propose(ctx: _Ctx, groups: list[Group], search: SearchState, last_results: 
 
 
 def _judge(ctx: _Ctx, iteration: int, answers: list[tuple[Group, Best | None, Answer]], best: Best | None,
-           stage: Stage) -> tuple[list[EvalResult], Best | None, list[Candidate]]:
+           stage: Stage, offset: int = 0) -> tuple[list[EvalResult], Best | None, list[Candidate]]:
     """Evaluate a round's answers (each in its group's stage), recording and showing each candidate as its verdict
     lands; profile a new best; the iteration ends recorded. Returns the results in index order, the best, and the
     candidates as finally recorded."""
     ctx.progress.phase("evaluating", total=len(answers))
-    first = int(iteration > 0)  # the starting kernel is #0
+    first = int(iteration > 0) + offset  # the starting kernel is #0; a second judging of iteration 0 follows it
     results: dict[int, EvalResult] = {}
     recorded = []
     stages = [get_stage(g.stage) for g, _, _ in answers]

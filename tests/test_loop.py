@@ -256,6 +256,53 @@ def test_iteration_zero_judges_every_starting_answer_and_the_fastest_correct_one
     assert (it0.iteration, it0.reason) == (0, "starting kernels")
 
 
+class StageEvaluator(TableEvaluator):
+    """Refuses `# kernel: NAME` answers at the stages in `refuse` (a stage rule), else the table's result."""
+
+    def __init__(self, results: dict[str, EvalResult], refuse: set[str]) -> None:
+        super().__init__(results)
+        self.refuse = refuse
+
+    def evaluate(self, sources, stage, on_result=None):
+        results = super().evaluate(sources, stage)
+        if stage.name in self.refuse:
+            results = [failed(Verdict.RULE_VIOLATION, f"breaks {stage.name}'s rules") for _ in results]
+        for i, r in enumerate(results):
+            if on_result is not None:
+                on_result(i, r)
+        return results
+
+
+def test_with_stage_auto_a_start_refused_by_the_first_stages_rules_is_judged_again_at_the_ladders_floor(store):
+    config, run_id = new_run(store, iterations=0, stage="auto")
+    starts = [Answer(text="# kernel: inductor\n", model="inductor")]
+    evaluator = StageEvaluator({"inductor": correct(4.0)}, refuse={"memory-fusion"})
+    parts = Parts(proposer=RecordingProposer([]), evaluator=evaluator, profiler=FixedProfiler(),
+                  starter=FixedStarter(starts))
+    events = Events()
+
+    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, parts=parts, store=store, progress=events)
+
+    assert [stage for stage, _ in evaluator.rounds] == ["memory-fusion", "correctness"]
+    assert outcome.best is not None and outcome.best.candidate == cid(run_id, 0, 1)
+    refused, admitted = store.get_candidate(cid(run_id, 0, 0)), store.get_candidate(cid(run_id, 0, 1))
+    assert (refused.stage, refused.result.verdict) == ("memory-fusion", Verdict.RULE_VIOLATION)
+    assert (admitted.stage, admitted.result.verdict, admitted.answer.model) == ("correctness", Verdict.CORRECT,
+                                                                                 "inductor")
+    assert any(e[0] == "message" and "judged again at correctness" in str(e[1]) for e in events.events)
+
+
+def test_a_named_stage_keeps_its_rules_for_the_starts_too(store):
+    config, run_id = new_run(store, iterations=0, stage="memory-fusion")
+    evaluator = StageEvaluator({"inductor": correct(4.0)}, refuse={"memory-fusion"})
+    parts = Parts(proposer=RecordingProposer([]), evaluator=evaluator, profiler=FixedProfiler(),
+                  starter=FixedStarter([Answer(text="# kernel: inductor\n", model="inductor")]))
+
+    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, parts=parts, store=store, progress=Events())
+
+    assert [stage for stage, _ in evaluator.rounds] == ["memory-fusion"] and outcome.best is None
+
+
 def test_no_starting_answer_means_no_iteration_zero(store):
     config, run_id = new_run(store, iterations=0)
     evaluator = TableEvaluator({})
