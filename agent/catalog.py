@@ -111,8 +111,26 @@ def closest_gpu(device_name: str) -> GPUSpec:
     return chosen.model_copy(deep=True)
 
 
+def _no_cuda_driver() -> bool:
+    """True where the CUDA driver's library cannot be loaded (this CPU machine, CI): torch could not see a GPU
+    either, and asking it costs an import of torch (seconds) in commands that need nothing else of it. Any doubt
+    (another system, a library that loads) leaves the question to torch."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        ctypes.CDLL("libcuda.so.1")  # what the CUDA runtime under torch loads, found the same way (dlopen)
+    except OSError:
+        return True
+    return False
+
+
 def detect_device_name() -> str | None:
     """torch's name for CUDA device 0, or None where there is none (torch imported here, not at import time)."""
+    if _no_cuda_driver():
+        return None
     import torch
 
     if not torch.cuda.is_available():

@@ -47,6 +47,23 @@ def test_help_does_not_import_torch_triton_or_jinja2():
     assert result.stderr.decode().strip().splitlines()[-1] == "[]"
 
 
+def test_without_a_cuda_driver_gpus_and_render_detect_no_gpu_without_importing_torch():
+    """Before: `agent gpus` and a render for --gpu auto imported torch (seconds) only to hear that there is no GPU."""
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("a CUDA driver is installed here: torch is asked which GPU runs")
+    except OSError:
+        pass
+    code = ("import sys\nfrom agent.cli import main\nmain(['gpus'])\nmain(['render'])\n"
+            "print(sorted(m for m in ('torch', 'triton') if m in sys.modules), file=sys.stderr)\n")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr.decode()
+    assert "no CUDA device detected" in result.stdout.decode() and "GPU Name: 4090" in result.stdout.decode()
+    assert result.stderr.decode().strip().splitlines()[-1] == "[]"
+
+
 def test_gpus_lists_the_catalog_and_marks_the_target():
     out = agent("gpus").stdout.decode()
     for name in ("4090", "RTX 3090", "L4", "L40S", "A100 80GB", "H100 SXM", "H200"):
