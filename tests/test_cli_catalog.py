@@ -118,8 +118,11 @@ def test_render_adds_a_diagnosis_block_from_the_metrics_unless_it_is_off(tmp_pat
     report = REPO.parent / "shared" / "fixtures" / "ncu" / "seed_h100_full.ncu-rep"
     if report.exists():  # read as the loop's profiler reads it: the diagnosis's counters too (limits, stalls)
         out = agent("render", "--gpu", "4090", "--metrics", str(report)).stdout.decode()
-        block = out.split("[DIAGNOSIS]\n", 1)[1].split("\n\n**Task**", 1)[0].splitlines()[1:]
+        block = out.split("[DIAGNOSIS]\n", 1)[1].split("\n\n**Task**", 1)[0]
+        block, allows = block.split("This stage's rules allow:\n", 1)  # memory-fusion's stage data, after the findings
+        block = block.splitlines()[1:]
         assert len(block) == 4 and block[0].startswith("- grid 32 programs on 132 SMs: 100 SMs (76 %) idle")
+        assert "channels-last" in allows and "without its bias" in allows and "split reduction" in allows
         assert "registers limit it (255 per thread" in block[2] and "long_scoreboard" in block[3]
 
 
