@@ -211,6 +211,9 @@ class Timing(Model):
     compile_spread_pct: float | None = None
     compile_device_ms: float | None = None
     compile_latency_ms: float | None = None
+    compile_error: float | None = Field(default=None, description="torch.compile's own relative error vs the fp64 "
+                                        "truth on the timed inputs: its speed is only a fair mark within tolerance")
+    compile_tolerance: float | None = None
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
     device_speedup_vs_eager: float | None = None

@@ -173,6 +173,35 @@ def test_timing_carries_both_clocks_and_the_plain_fields_follow_the_objective(ob
                              "latency_speedup_vs_eager", "device_speedup_vs_compile", "latency_speedup_vs_compile"}
 
 
+@pytest.mark.parametrize("error, outside", [(3.2e-4, True), (5e-5, False), (None, False)])
+def test_a_torch_compile_outside_the_tolerance_is_said_beside_its_time(error, outside):
+    """kb_67 on an H100: Inductor's channels-last conv runs in TF32 (3.2e-4 against a 1e-4 tolerance); a speedup
+    against it is against an answer the harness would refuse, and the timing says so."""
+    from agent.harness.judge import timing_from
+    from agent.harness.validate import Reference
+
+    base = baselines().model_copy(update={"compile_error": error, "compile_tolerance": 1e-4 if error else None})
+    t = timing_from(worker(0.05, 0.12), Reference(trials=[], truths=[]), base, "cuda", "device")
+    assert (t.compile_error, t.compile_tolerance) == (error, 1e-4 if error else None)
+    assert ("torch.compile's own output is outside the tolerance here (relative error 0.00032 > 0.0001)" in t.note) \
+        == outside
+
+
+def test_errors_against_fp64_are_the_candidates_measure_on_the_same_inputs():
+    import torch
+
+    from agent.harness.settings import tolerance
+    from agent.harness.validate import errors_vs_fp64
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3), torch.nn.AdaptiveAvgPool2d(1))
+    x = [torch.rand(2, 4, 16, 16)]
+    eager, halved = errors_vs_fp64(model, [model, lambda v: model(v).half().float()], x)
+    assert 0 < eager < 1e-6 and 1e-5 < halved < 1e-2  # fp32's rounding; fp16's (TF32 keeps fp16's 10-bit mantissa)
+    assert halved > tolerance(eager) == settings().validation.tolerance_floor
+    assert errors_vs_fp64(model, [lambda v: model(v)[:1]], x) == [float("inf")]  # a wrong shape is never close
+
+
 def test_records_from_before_the_two_clocks_read_as_device_time():
     from agent.schema import Timing
 

@@ -204,6 +204,10 @@ class WorkerResult(Model):
     eager: BenchStats | None = None
     compiled: BenchStats | None = None
     compile_note: str = ""
+    compile_error: float | None = Field(default=None, description="torch.compile's output vs the fp64 truth on the "
+                                        "timed inputs (relative, as the candidates' is)")
+    compile_tolerance: float | None = Field(default=None, description="the tolerance a candidate gets on those inputs "
+                                            "(from eager's own fp32 error there)")
     captures: list[Capture] = Field(default_factory=list, description="inductor: what torch.compile generated for "
                                     "the problem's Model at each of the job's sizes")
     gpu: str = ""

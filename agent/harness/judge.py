@@ -128,6 +128,16 @@ def _phase_words(phase: str) -> str:
     }.get(phase, phase)
 
 
+def _compile_outside(base: WorkerResult | None) -> str:
+    """A note where torch.compile's own answer is outside the tolerance a candidate is held to."""
+    if base is None or base.compile_error is None or base.compile_tolerance is None:
+        return ""
+    if base.compile_error <= base.compile_tolerance:
+        return ""
+    return (f"torch.compile's own output is outside the tolerance here (relative error {base.compile_error:.3g} > "
+            f"{base.compile_tolerance:.3g}): its time is that of an answer this harness would refuse")
+
+
 def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, device: Device,
                 objective: Objective = "device") -> Timing:
     """The candidate's two clocks against the baselines' (each on the same clock); the plain fields follow
@@ -149,7 +159,7 @@ def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, de
 
     on = lat if objective == "latency" and t.latency_ms is not None else dev
     cand_spread, eager_spread, comp_spread = spreads["latency" if on is lat else "device"]
-    notes = [n for n in (t.note, base.compile_note if base else "") if n]
+    notes = [n for n in (t.note, base.compile_note if base else "", _compile_outside(base)) if n]
     joules = {"eager": eager.energy_mj if eager else None, "compile": comp.energy_mj if comp else None}
     return Timing(
         objective=objective, candidate_ms=on["candidate"] or t.median_ms, candidate_spread_pct=cand_spread or 0.0,
@@ -157,7 +167,8 @@ def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, de
         latency_spread_pct=t.latency_spread_pct, host_ms=t.host_ms, launches=t.launches_max,
         eager_ms=on["eager"], eager_spread_pct=eager_spread, eager_device_ms=dev["eager"], eager_latency_ms=lat["eager"],
         compile_ms=on["compile"], compile_spread_pct=comp_spread, compile_device_ms=dev["compile"],
-        compile_latency_ms=lat["compile"],
+        compile_latency_ms=lat["compile"], compile_error=base.compile_error if base else None,
+        compile_tolerance=base.compile_tolerance if base else None,
         speedup_vs_eager=speedup(on, "eager"), speedup_vs_compile=speedup(on, "compile"),
         device_speedup_vs_eager=speedup(dev, "eager"), latency_speedup_vs_eager=speedup(lat, "eager"),
         device_speedup_vs_compile=speedup(dev, "compile"), latency_speedup_vs_compile=speedup(lat, "compile"),

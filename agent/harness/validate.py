@@ -32,6 +32,23 @@ def rel_error(out: Any, truth: Any) -> float:
     return float(diff.max()) / scale
 
 
+def errors_vs_fp64(model: Any, forwards: list[Any], inputs: list[Any]) -> list[float]:
+    """Each forward's worst relative error against `model` run in fp64 on the same inputs (the reference's truth)."""
+    import copy
+
+    import torch
+
+    from agent.harness.inputs import flatten, is_float
+
+    with torch.no_grad():
+        _, truth = flatten(copy.deepcopy(model).double()(*[x.double() if is_float(x) else x for x in inputs]))
+        outs = [flatten(f(*inputs))[1] for f in forwards]
+    if not truth:
+        return [float("inf")] * len(forwards)
+    return [max(rel_error(o, t) for o, t in zip(out, truth)) if len(out) == len(truth) else float("inf")
+            for out in outs]
+
+
 class Reference(BaseModel):
     """The truth for one (problem, sizes, seed, device): trial records and fp64 truths in trial order, and the
     truths of the timing pool (the inputs placed among the timed calls)."""

@@ -106,8 +106,10 @@ def _baseline(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
 
     import torch
 
+    from agent.harness.settings import tolerance
     from agent.harness.timing import Bench
     from agent.harness.trusted import Trusted
+    from agent.harness.validate import errors_vs_fp64
 
     result.phase = "baseline"
     gpu.take("exclusive", result, job)
@@ -127,6 +129,10 @@ def _baseline(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
         try:
             compiled = torch.compile(copy.deepcopy(model))
             result.compiled = Bench(lambda: compiled(*inputs), inputs, None, job.timing, trusted).gpu()
+            # A baseline is only a fair mark if its own answer would pass: Inductor may pick a channels-last
+            # convolution that cuDNN runs in TF32 (PyTorch's default) where eager's does not.
+            eager_error, result.compile_error = errors_vs_fp64(model, [model, compiled], inputs)
+            result.compile_tolerance = tolerance(eager_error)
         except Exception as e:  # a compile failure leaves eager as the only baseline
             result.compile_note = f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
 
