@@ -13,12 +13,15 @@ code a prompt showed and which answers were judged, never a close race between C
 from __future__ import annotations
 
 import json
+import os
 import signal
+import time
 
 import pytest
 from fake_openai import ByCode, FakeOpenAI
 from test_cli_run import ANSWERS, CPU, NO_CODE, REPO, agent, json_events, ok, start, stop, wait_for
 
+from agent.harness.proctree import descendants
 from agent.store import Store
 
 SLOW, FAST = ((ANSWERS / n).read_text() for n in ("slow_spin.md", "one_program.md"))
@@ -57,6 +60,15 @@ def test_tree_reaches_the_fast_kernel_through_a_slower_one_and_greedy_does_not(s
     assert f"parent     {slow}" in shown
 
 
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's exit is reaped by whatever init the machine has, maybe late)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
 @pytest.mark.slow  # runs the harness: the start, one correct kernel, a hanging one
 def test_a_beam_run_killed_mid_round_resumes_from_the_same_parents_and_memory_and_duplicates_nothing(tmp_path):
     # iteration 1 (from the start): a correct kernel and prose; iteration 2 (beam 2: the start and that kernel): prose
@@ -75,7 +87,15 @@ def test_a_beam_run_killed_mid_round_resumes_from_the_same_parents_and_memory_an
                 return bool(runs) and any(c.iteration == 2 for c in s.candidates(runs[0].id))
 
         wait_for(second_round_half_landed, 240, proc)
+        below = descendants(proc.pid)  # the hanging kernel's sandbox among them
+        assert below
         stop(proc, signal.SIGKILL)
+        # no handler runs on SIGKILL: the sandboxes die with the agent (their parent-death signal), not at their
+        # 300 s timeout, which nobody is left to enforce
+        deadline = time.monotonic() + 15
+        while (alive := [p for p in below if _running(p)]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive, f"sandboxed processes outlived the killed agent: {alive}"
         with Store(tmp_path) as s:
             [record] = s.list_runs()
             run = record.id

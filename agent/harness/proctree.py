@@ -7,12 +7,42 @@ import signal as _signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 
 # Sandboxed commands running in this process, so a signal that stops the agent takes them down first (they run in
 # their own sessions: a terminal's Ctrl-C never reaches them). Process-wide by nature, like subprocess's own table.
 _running: set[subprocess.Popen] = set()
 _running_lock = threading.Lock()
 _stopping = threading.Event()  # set by kill_running: a command started after it (a queued candidate) dies at once
+
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _load_prctl():  # noqa: ANN202 (a ctypes function, or None off Linux)
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def dies_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn that makes the child get SIGKILL when the thread that started it dies: a SIGKILL of the agent
+    (no handler runs) must not leave a candidate running, and unshare's --kill-child then takes the whole
+    namespace. The thread that starts a sandboxed command waits for it, so it outlives it in every other case."""
+    prctl = _load_prctl()  # resolved before fork: the child only calls it
+    if prctl is None:
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(_PR_SET_PDEATHSIG, _signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the agent died before the signal was armed
+            os._exit(1)
+
+    return arm
 
 
 def started(proc: subprocess.Popen) -> None:

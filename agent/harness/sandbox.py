@@ -304,7 +304,7 @@ def run_sandboxed(
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         try:
             proc = subprocess.Popen(cmd, cwd=workdir, env=full_env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=proctree.dies_with_parent())
         except OSError as e:
             result.returncode, result.stderr = 127, f"could not start {argv[0]}: {e}"
             return result
