@@ -16,46 +16,34 @@ import sys
 from pathlib import Path
 
 
-def _run_events(path: str) -> tuple[dict, list[dict]]:
+def _events(path: str) -> list[dict]:
+    """The run's JSON lines (`agent run --json`), whatever could be read of them."""
     events = []
     for line in Path(path).read_text().splitlines() if Path(path).exists() else []:
         try:
             events.append(json.loads(line))
         except ValueError:
             continue
-    summary = next((e for e in reversed(events) if "stop_reason" in e), {})
-    return summary, [e for e in events if e.get("event") == "candidate"]
-
-
-def _messages(path: str) -> list[dict]:
-    out = []
-    for line in Path(path).read_text().splitlines() if Path(path).exists() else []:
-        try:
-            e = json.loads(line)
-        except ValueError:
-            continue
-        if e.get("event") == "message":
-            out.append(e)
-    return out
+    return events
 
 
 def record(stem: str, run_jsonl: str, recheck: str, best: str, show: str) -> dict:
     """One problem's row: the run's stop reason and best, where that best came from (`agent show --json`'s idea:
     "torch.compile's own kernels" for the Inductor start), the fresh re-check."""
-    summary, candidates = _run_events(run_jsonl)
+    events = _events(run_jsonl)
+    summary = next((e for e in reversed(events) if "stop_reason" in e), {})
+    candidates = [e for e in events if e.get("event") == "candidate"]
     shown: dict = {}
     if show and Path(show).exists():
         try:
             shown = json.loads(Path(show).read_text())
         except ValueError:
             pass
-    declined = [e.get("text") for e in _messages(run_jsonl) if "declin" in (e.get("text") or "")]
     row: dict = {"problem": stem, "run": summary.get("run"), "stop_reason": summary.get("stop_reason"),
                  "error": summary.get("error"), "best": best or None, "origin": shown.get("idea"),
                  "stage": shown.get("stage"),
                  "judged": len(candidates), "correct": sum(c.get("verdict") == "correct" for c in candidates),
-                 "best_iteration": shown.get("iteration"),
-                 "declined": declined}
+                 "best_iteration": shown.get("iteration")}
     if recheck and Path(recheck).exists():
         try:
             e = json.loads(Path(recheck).read_text())

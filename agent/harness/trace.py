@@ -250,7 +250,8 @@ class Tracker:
         finally:
             self.depth -= 1
 
-    def _record_read(self, name: str, kind: Literal["free", "heavy", "compute"], ins: list[Any], outs: list[Any]) -> None:
+    def _record_read(self, name: str, kind: Literal["free", "heavy", "compute"], ins: list[Any],
+                     outs: list[Any]) -> None:
         """Which storages already met this call read. A free operator reads none of what it returns (a view, the
         target of a copy) and nothing at all when it looks only at metadata (empty_like, sym_size); an operator
         that computes or a heavy layer reads every tensor it is given."""

@@ -4,8 +4,9 @@ rewrites the kernel from templates (agent/data/kernels/*.py.j2).
 It knows one problem family well: a PyTorch op producing an N, C, spatial tensor (a convolution, ...), then
 elementwise ops (scale, bias, activations) and a global average pool over the spatial dims: `gap44` and its
 kin; after the pool, optionally, a reduction over the channels (logsumexp, sum, amax, ...) and per-row ops, which a
-second, tiny kernel writes (`conv2d_gap_bias_lse`, KernelBench #42). `recognise()` reads the problem's Model with torch.fx (traced on the meta device at the timed size) into
-a `Plan`; `render()` writes one `Variant` of it as a complete KernelBench-style ModelNew file:
+second, tiny kernel writes (`conv2d_gap_bias_lse`, KernelBench #42). `recognise()` reads the problem's Model with
+torch.fx (traced on the meta device at the timed size) into a `Plan`; `render()` writes one `Variant` of it as a
+complete KernelBench-style ModelNew file:
 
 - `row`: one program per (n, c) row; rows are contiguous, so flat 1D offsets (no div/mod) vectorise;
 - `split` / `atomic`: S programs per row (partial sums + a tiny combine kernel, or tl.atomic_add into a zeroed

@@ -301,7 +301,8 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
     assert mid_shape is not None and nc is not None
     return Plan(
         init_source="", producer=producer, producer_kind=producer_kind, pre=pre, post=post, operands=operands,
-        rowwise=rowwise, tail=tail, out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1], length=math.prod(mid_shape[2:]),
+        rowwise=rowwise, tail=tail, out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1],
+        length=math.prod(mid_shape[2:]),
         in_bytes=x.numel() * itemsize, mid_bytes=math.prod(mid_shape) * itemsize, algebraic=algebraic,
         conv_fn=conv_fn, conv_bias=conv_fn is not None and getattr(conv, "bias", None) is not None,
     )
