@@ -175,7 +175,7 @@ def test_never_repeats_a_variant_until_the_space_is_spent():
         texts += [extract_code(a.text) for a in batch]
     assert len(texts) == len(set(texts)) == sum(
         len(list(itertools.product(*s.values()))) for f, s in __import__("agent.offline").offline.SPACE.items()
-        if f != "algebraic")
+        if f not in ("algebraic", "fused"))  # gap44's stage has no closed form; its transposed conv is not fused
 
 
 def test_the_same_observations_give_the_same_proposals():

@@ -14,6 +14,10 @@ complete KernelBench-style ModelNew file:
 - `persistent`: a grid of a few programs per SM looping over the rows;
 - `algebraic` (the `algebraic` stage, ConvTranspose2d only): the spatial mean of a transposed convolution's
   output in closed form from window sums of its input, so the conv output is never written or read;
+- `fused` (an nn.Conv2d producer, groups 1): the convolution itself in the kernel as an implicit GEMM with 3xTF32
+  tensor-core products (fp32-accurate), bias and epilogue per element, the mean in registers, so the conv output
+  (the largest tensor of these forwards) is never written; partial sums per (n, split, channel) and a combine kernel.
+  First where the conv's reduction length Cin*KH*KW is short (FUSED_MAX_K), else last;
 - `nhwc` (a zero-padded 2D/3D convolution producer): torch.compile's remedies for the layer left in PyTorch: the
   convolution in channels-last (input and weight converted: cuDNN's fast layout), called without its bias, the bias
   and the epilogue folded into the reduction (mean(conv + b) = mean(conv) + b), which reads the channels-last output
@@ -57,7 +61,9 @@ from agent.offline.planner import (
     SPACE,
     SPLIT_PROGRAMS_PER_SM,
     WARPS,
+    FUSED_MAX_K,
     Reading,
+    fused_split,
     _around,
     nhwc_split,
     _change,
@@ -240,6 +246,12 @@ class OfflineProposer:
                         f"epilogue folded into the mean, " + ("one launch" if v.split == 1 else
                                                              f"{v.split} programs per (n, channel block) + a combine kernel"))
                 what = f"most of the forward is outside the kernels: {what}" if outside else what
+            elif v.family == "fused":
+                mb = plan.mid_bytes / 1e6
+                what = (f"{plan.producer_kind} computed in the kernel (implicit GEMM over K = {plan.conv_k}, 3xTF32 "
+                        f"tensor-core products, fp32-accurate), bias and epilogue per element, the mean in registers: "
+                        f"the {mb:.0f} MB conv output is never written or read; {v.split} programs per (n, channels) "
+                        "+ a combine kernel")
             else:
                 what = v.family
             return f"{figures}: {what} ({v.params()})"
@@ -261,8 +273,12 @@ class OfflineProposer:
         if contiguous:
             order_of = ["row", *(f for f in order_of if f != "row")]
         order_of = ["nhwc", *order_of] if layout_first else [*order_of, "nhwc"]
+        # the conv's output round trip is most of these forwards: computing the conv in the kernel removes it
+        short_k = plan.conv_k is not None and plan.conv_k <= FUSED_MAX_K
+        order_of = ["fused", *order_of] if short_k else [*order_of, "fused"]
         primary = sorted([f for f in order_of if f in families], key=self._broken)
-        splits = {"split": split_s, "atomic": split_s, "nhwc": nhwc_split(plan.batch, plan.channels, sms)}
+        splits = {"split": split_s, "atomic": split_s, "nhwc": nhwc_split(plan.batch, plan.channels, sms),
+                  "fused": fused_split(plan.batch, plan.channels, sms)}
         anchors = {f: Variant(family=f, **{**ANCHORS[f], **({"split": splits[f]} if f in splits else {})})
                    for f in primary}
         lists = [_around(f, anchors[f]) for f in primary]
@@ -285,4 +301,5 @@ class OfflineProposer:
         """The GAP families this plan allows (atomics only where the epilogue is a pure scale)."""
         scale_only = all(op.operand is not None and _ops()["binary"][op.name]["scale"] for op in plan.post)
         families: list[Family] = ["row", "split", "persistent"]
-        return families + (["atomic"] if scale_only else []) + (["nhwc"] if plan.conv_fn else [])
+        return (families + (["atomic"] if scale_only else []) + (["nhwc"] if plan.conv_fn else [])
+                + (["fused"] if plan.conv_k is not None else []))

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Family = Literal["row", "split", "atomic", "persistent", "algebraic", "nhwc"]
+Family = Literal["row", "split", "atomic", "persistent", "algebraic", "nhwc", "fused"]
 
 
 class Unsupported(Exception):
@@ -61,6 +61,9 @@ class Plan(_Model):
                                 "'conv_transpose2d') where it is one zero-padded 2D or 3D convolution: what the "
                                 "channels-last variants call, without its bias")
     conv_bias: bool = Field(default=False, description="that convolution has a bias (folded into the epilogue)")
+    conv_k: int | None = Field(default=None, description="the convolution's reduction length (in channels x kernel "
+                               "height x width) where the `fused` family can compute it in the kernel: an nn.Conv2d "
+                               "with groups 1 and zero padding")
 
     @property
     def rows(self) -> int:
@@ -76,7 +79,7 @@ class Variant(_Model):
     stages: int
     split: int = Field(default=1, description="split/atomic: programs per row; persistent: programs per SM; "
                                               "algebraic: input columns per tile; nhwc: programs per (n, channel "
-                                              "block), 1: one launch")
+                                              "block), 1: one launch; fused: programs per (n, channel block)")
 
     @property
     def key(self) -> tuple:
@@ -93,6 +96,7 @@ class Variant(_Model):
             return f"tile {self.block}x{self.split}, {rest}"
         lead = {"split": f"{self.split} programs/row, ", "atomic": f"{self.split} programs/row, ",
                 "persistent": f"{self.split} programs/SM, ",
-                "nhwc": f"channels-last conv, bias in the epilogue, {self.split} programs per (n, channels), "}.get(
+                "nhwc": f"channels-last conv, bias in the epilogue, {self.split} programs per (n, channels), ",
+                "fused": f"conv in the kernel (implicit GEMM, 3xTF32), {self.split} programs per (n, channels), "}.get(
             self.family, "")
         return f"{lead}BLOCK {self.block}, {rest}"

@@ -30,6 +30,8 @@ SPACE: dict[str, dict[str, list[Any]]] = {
     "algebraic": {"block": [4, 8, 16, 32], "warps": [2, 4, 8], "stages": [1, 3], "split": [64, 128]},
     # nhwc: block = elements per tile (positions x channels), split = programs per (n, channel block)
     "nhwc": {"block": [1024, 2048, 4096, 8192], "warps": [4, 8], "stages": [1, 2, 3], "split": [1, 4, 16, 32, 64]},
+    # fused: block = output positions per tile, split = programs per (n, channel block of up to 64)
+    "fused": {"block": [64, 128, 256], "warps": [4, 8], "stages": [1, 2, 3], "split": [2, 4, 8, 16, 32, 64]},
 }
 ANCHORS: dict[str, dict[str, int]] = {
     "row": {"block": 2048, "warps": 4, "stages": 2, "split": 1},  # near the plain kernel that reached 91 % DRAM
@@ -41,7 +43,12 @@ ANCHORS: dict[str, dict[str, int]] = {
     "algebraic": {"block": 4, "warps": 2, "stages": 1, "split": 128},
     # torch.compile's shape for gap44 (64 partials per (n, c)); the split is chosen from the grid (nhwc_split)
     "nhwc": {"block": 4096, "warps": 4, "stages": 2, "split": 64},
+    # 128 x 64 accumulator tiles over 4 warps; the split is chosen from the grid (fused_split)
+    "fused": {"block": 128, "warps": 4, "stages": 2, "split": 8},
 }
+# The fused family computes a convolution with fp32-accurate tensor-core products (3xTF32): worth it where the conv's
+# output is large against its arithmetic, i.e. its reduction length Cin*KH*KW is short; beyond this it is tried last.
+FUSED_MAX_K = 256
 
 
 class Reading(_Model):
@@ -92,6 +99,14 @@ def nhwc_split(batch: int, channels: int, sms: int) -> int:
         return 1
     wanted = math.ceil(SPLIT_PROGRAMS_PER_SM * sms / max(programs, 1))
     return next((s for s in SPACE["nhwc"]["split"] if s >= wanted), SPACE["nhwc"]["split"][-1])
+
+
+def fused_split(batch: int, channels: int, sms: int) -> int:
+    """Programs per (n, channel block of up to 64) for the fused convolution: about SPLIT_PROGRAMS_PER_SM x 2
+    programs per SM in all (each loops over its share of the tiles)."""
+    programs = batch * math.ceil(channels / 64)
+    wanted = math.ceil(2 * SPLIT_PROGRAMS_PER_SM * sms / max(programs, 1))
+    return next((s for s in SPACE["fused"]["split"] if s >= wanted), SPACE["fused"]["split"][-1])
 
 
 def _pow2_at_least(n: int, lo: int = 2, hi: int = 16) -> int:
@@ -146,7 +161,8 @@ def _change(old: Variant, new: Variant) -> str:
     names = {"block": "BLOCK" if new.family != "algebraic" else "tile rows",
              "warps": "warps", "stages": "stages",
              "split": {"split": "programs/row", "atomic": "programs/row", "persistent": "programs/SM",
-                       "algebraic": "tile cols", "row": "split", "nhwc": "programs/(n, channels)"}[new.family]}
+                       "algebraic": "tile cols", "row": "split", "nhwc": "programs/(n, channels)",
+                       "fused": "programs/(n, channels)"}[new.family]}
     moved = [f"{names[k]} {getattr(old, k)}→{getattr(new, k)}" for k in ("split", "block", "warps", "stages")
              if getattr(old, k) != getattr(new, k)]
     return (", ".join(moved) or "same") + f" ({new.params()})"

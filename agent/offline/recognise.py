@@ -297,6 +297,9 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
     conv_fn = None
     if conv is not None and type(conv).__name__ in _CONV_FUNCTIONS and getattr(conv, "padding_mode", "") == "zeros":
         conv_fn = _CONV_FUNCTIONS[type(conv).__name__]
+    conv_k = None
+    if conv is not None and conv_fn == "conv2d" and getattr(conv, "groups", 0) == 1 and x.dim() == 4:
+        conv_k = math.prod(conv.weight.shape[1:])
     itemsize = torch.empty((), dtype=x.dtype, device="meta").element_size()
     assert mid_shape is not None and nc is not None
     return Plan(
@@ -304,7 +307,7 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
         rowwise=rowwise, tail=tail, out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1],
         length=math.prod(mid_shape[2:]),
         in_bytes=x.numel() * itemsize, mid_bytes=math.prod(mid_shape) * itemsize, algebraic=algebraic,
-        conv_fn=conv_fn, conv_bias=conv_fn is not None and getattr(conv, "bias", None) is not None,
+        conv_fn=conv_fn, conv_bias=conv_fn is not None and getattr(conv, "bias", None) is not None, conv_k=conv_k,
     )
 
 

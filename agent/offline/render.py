@@ -18,6 +18,7 @@ TEMPLATES = {
     "persistent": "gap_persistent.py.j2",
     "algebraic": "convt2d_gap.py.j2",
     "nhwc": "gap_nhwc.py.j2",
+    "fused": "conv2d_gap_fused.py.j2",
 }
 
 
@@ -67,11 +68,11 @@ def _env():
 def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
     """The complete ModelNew file for one variant."""
     fam = variant.family
-    if fam == "nhwc":
+    if fam in ("nhwc", "fused"):
         plan = bias_folded(plan)
-    where = {"algebraic": "co", "nhwc": "cs"}.get(fam, "c")  # per-channel operands: per row, or a vector
+    where = {"algebraic": "co", "nhwc": "cs", "fused": "cs"}.get(fam, "c")  # per-channel operands: per row, or a vector
     pre, post = _kernel_ctx(plan, plan.pre, where, "v"), _kernel_ctx(plan, plan.post, where, "r")
-    two = fam == "split" or (fam == "nhwc" and variant.split > 1)  # partials, then a combine kernel
+    two = fam in ("split", "fused") or (fam == "nhwc" and variant.split > 1)  # partials, then a combine kernel
     if two:
         # the partial kernel applies the per-element ops, the combine kernel the per-row ones
         k, k2 = {**pre, "pre": pre["ops"], "post": []}, {**post, "pre": [], "post": post["ops"]}
@@ -101,6 +102,10 @@ def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
         doc = (f"{plan.producer_kind} (PyTorch, channels-last, without its bias) -> bias + epilogue + global average "
                f"pool fused in Triton "
                f"({'split reduction' if variant.split > 1 else 'two launches' if two else 'one launch'}).")
+    elif fam == "fused":
+        call = f"gap(x, self.{plan.producer[0]}{operand_exprs})"
+        doc = (f"{plan.producer_kind} computed in Triton (implicit GEMM, 3xTF32) with the bias, the epilogue and the "
+               "global average pool in the same kernel: the conv output is never written; a combine kernel after.")
     else:
         call, producer = f"gap(x{operand_exprs})", plan.producer
         doc = f"{plan.producer_kind} (PyTorch) -> epilogue + global average pool fused in Triton ({fam} reduction)."
@@ -143,4 +148,7 @@ def _wrapper_doc(plan: Plan, v: Variant) -> str:
         "nhwc": f"{plan.producer_kind} in channels-last without its bias, then the mean over its positions with the "
                 f"bias and the epilogue: {v.split} program(s) per (n, channel block)"
                 + (", then a combine kernel." if v.split > 1 else ", one launch."),
+        "fused": f"{plan.producer_kind}(x) with its bias and the epilogue, averaged over its positions without writing "
+                 f"it: up to {v.split} programs per (n, channel block) over tiles of {v.block} positions, then a "
+                 "combine kernel.",
     }[v.family]
