@@ -30,6 +30,7 @@ from agent.schema import (
     GPUSpec,
     Group,
     Objective,
+    Precision,
     ProblemSpec,
     Profile,
     RunConfig,
@@ -201,7 +202,7 @@ def _plan(ctx: _Ctx, search: SearchState, best: Best | None, stage: Stage, k: in
     memory = lines(search.remembered(before=iteration), ctx.run_id) if ctx.config.memory else []
     return [g.model_copy(update={"prompt": iteration_prompt(
         get_stage(g.stage), ctx.gpu, ctx.problem, best_from_store(ctx.store, g.parent, ctx.objective), last_results,
-        ctx.config.diagnosis, memory)}) for g in groups]
+        ctx.config.diagnosis, memory, ctx.config.precision)}) for g in groups]
 
 
 def _profiled(ctx: _Ctx, search: SearchState, candidate: str) -> bool:
@@ -353,7 +354,8 @@ def _best_of_round(ctx: _Ctx, cands: list[Candidate], best: Best | None) -> tupl
 
 
 def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Best | None,
-                     last_results: list[EvalResult], diagnosis: bool = False, memory: list[str] | None = None) -> str:
+                     last_results: list[EvalResult], diagnosis: bool = False, memory: list[str] | None = None,
+                     precision: Precision = "fp32") -> str:
     """The prompt of one group of an iteration: its parent's code (`best`: the current best under greedy), metrics and
     (with `diagnosis`) findings, the last round's failures, and (`memory`, agent.memory.lines) what the run tried."""
     return render(PromptInput(
@@ -362,7 +364,7 @@ def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Bes
         feedback=_feedback(last_results), reference=problem.path.read_text(),
         timing=best.timing if best else None, objective=best.objective if best else "latency",
         diagnosis=for_prompt(best.profile, best.timing) if diagnosis and best else [],
-        memory=memory or [],
+        memory=memory or [], precision=precision,
     ))
 
 

@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.diagnosis.model import Finding
 from agent.errors import UserError
-from agent.schema import Feedback, GPUSpec, MetricTable, Number, Objective, Stage, Timing
+from agent.harness.settings import settings
+from agent.schema import Feedback, GPUSpec, MetricTable, Number, Objective, Precision, Stage, Timing
 
 # What the [NCU PROFILING METRICS] block says when there is nothing to show (CPU mode has no ncu; a kernel that
 # was never profiled has no report). Stated plainly so that an LLM reasons from the code instead of inventing numbers.
@@ -42,6 +43,7 @@ class PromptInput(BaseModel):
     diagnosis: list[Finding] = Field(default_factory=list, description="[DIAGNOSIS]: findings, most valuable first")
     memory: list[str] = Field(default_factory=list, description="[MEMORY]: what the run tried, one line each "
                               "(agent.memory.lines)")
+    precision: Precision = Field(default="fp32", description="--precision: tf32 adds a [NUMERICS] block")
 
 
 def templates_dir() -> Path:
@@ -161,6 +163,8 @@ def render(inp: PromptInput) -> str:
         timing_text=timing_text(inp.timing, inp.objective),
         diagnosis=inp.diagnosis,
         memory=inp.memory,
+        precision=inp.precision,
+        tf32_floor=settings().validation.tf32_tolerance_floor,
     )
 
 

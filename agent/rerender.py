@@ -45,7 +45,7 @@ def rerender_run(store, run_id: str) -> list[ReplayedIteration]:
         for g in it.plan(config.samples):
             parent = best_from_store(store, g.parent, config.objective)
             prompt = iteration_prompt(get_stage(g.stage), gpu, problem, parent, last_results, config.diagnosis,
-                                      remembered)
+                                      remembered, config.precision)
             out.append(ReplayedIteration(iteration=it.iteration, stage=g.stage, reason=it.reason,
                                          best_before=it.best_before, parent=g.parent, prompt=prompt,
                                          matches=prompt == g.prompt))

@@ -166,6 +166,7 @@ def _requests(a: Assembly):  # -> agent.harness.evaluator.RoundRequests (importe
 
     c = a.config
     return RoundRequests(problem=a.problem, device=c.device, timeout_s=c.timeout_s, objective=c.objective,
+                         precision=c.precision,
                          cache_dir=a.store.root / "candidates" / ".cache", seed=c.seed, hide=[a.store.root],
                          bandwidth_gbs=local_bandwidth(c.device))
 

@@ -5,11 +5,13 @@
 #   python bench/kernelbench_tables.py $OUT
 # Usage (GPU machine, repo root): bash bench/gpu_kernelbench_goal.sh [STEM ...]   (default: all eight)
 # Settings (environment): ITERATIONS=6 SAMPLES=3 MINUTES=3 (--max-minutes: no round starts after it) DEVICE=cuda
+#   PRECISION=fp32 (--precision of the run and of the re-check; tf32: a tolerance floor of 2e-3 for both)
 set -u
 export PYTHONPATH=${PYTHONPATH:-/opt/site}:$PWD PYTHONUNBUFFERED=1 COLUMNS=160 NO_COLOR=1
 OUT=${OUT:-./kb_out}; mkdir -p "$OUT"
 W=${WORK:-/var/tmp/agent-kb}  # not under /tmp: candidates see /tmp as a private tmpfs
 ITERATIONS=${ITERATIONS:-6}; SAMPLES=${SAMPLES:-3}; MINUTES=${MINUTES:-3}; DEVICE=${DEVICE:-cuda}
+export PRECISION=${PRECISION:-fp32}
 STEMS=${*:-$(cd agent/data/kernelbench && ls kb_*.py | sed 's/\.py$//')}
 mkdir -p "$W"
 for P in $STEMS; do
@@ -17,6 +19,7 @@ for P in $STEMS; do
   echo "== $P"
   python -m agent run --problem "$P" --stage auto --start both --llm offline --objective device \
     --iterations "$ITERATIONS" --samples "$SAMPLES" --patience 1 --max-minutes "$MINUTES" --device "$DEVICE" \
+    --precision "$PRECISION" \
     --root "$R" --json > "$W/$P.jsonl" 2> "$W/$P.err"
   echo "run rc=$? in $(( $(date +%s) - t0 )) s"; tail -2 "$W/$P.err"
   python -m agent leaderboard --root "$R" --json > "$W/$P-leaderboard.json" 2> /dev/null
@@ -31,7 +34,7 @@ print(rows[0]['candidate'], rows[0]['stage']) if rows else print('- -')" "$W/$P-
   python -m agent export "$BEST" -o "$W/$P-best.py" --root "$R"
   python -m agent show "$BEST" --root "$R" --no-pager > "$W/$P-best-show.txt" 2>&1
   python -m agent show "$BEST" --root "$R" --json > "$W/$P-best-show.json" 2> /dev/null
-  python -m agent eval "$W/$P-best.py" --problem "$P" --stage "$STAGE" --device "$DEVICE" --json \
+  python -m agent eval "$W/$P-best.py" --problem "$P" --stage "$STAGE" --device "$DEVICE" --precision "$PRECISION" --json \
     > "$W/$P-recheck.json" 2> "$W/$P-recheck.err"; echo "recheck rc=$?"
   python bench/kernelbench_tables.py record "$P" "$W/$P.jsonl" "$W/$P-recheck.json" "$BEST" "$W/$P-best-show.json" "$OUT/kb_$P.json"
 done

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -43,7 +44,8 @@ def record(stem: str, run_jsonl: str, recheck: str, best: str, show: str) -> dic
                  "error": summary.get("error"), "best": best or None, "origin": shown.get("idea"),
                  "stage": shown.get("stage"),
                  "judged": len(candidates), "correct": sum(c.get("verdict") == "correct" for c in candidates),
-                 "best_iteration": shown.get("iteration")}
+                 "best_iteration": shown.get("iteration"),
+                 "precision": os.environ.get("PRECISION") or "fp32"}  # what gpu_kernelbench_goal.sh ran with
     if recheck and Path(recheck).exists():
         try:
             e = json.loads(Path(recheck).read_text())
@@ -82,7 +84,8 @@ def table(folder: str) -> str:
         f = lambda v: f"{v:.2f}×" if v else "–"  # noqa: E731
         ce, ct = t.get("compile_error"), t.get("compile_tolerance")
         mark = " †" if ce is not None and ct is not None and ce > ct else ""
-        out.append(f"| {r['problem']} | {r.get('origin') or '?'} (i{r.get('best_iteration')}) | {r.get('stage')} | "
+        stage = r.get("stage") if r.get("precision", "fp32") == "fp32" else f"{r.get('stage')}, --precision {r['precision']}"
+        out.append(f"| {r['problem']} | {r.get('origin') or '?'} (i{r.get('best_iteration')}) | {stage} | "
                    f"{d:.4f} | {f(de)} | {f(dc)}{mark} | {lt:.4f} | {f(le)} | {f(lc)}{mark} | "
                    f"{t.get('compile_device_ms') or 0:.4f} | {t.get('compile_latency_ms') or 0:.4f} | correct |")
     g = lambda xs: f"{math.exp(sum(map(math.log, xs)) / len(xs)):.2f}× over {len(xs)}" if xs else "–"  # noqa: E731

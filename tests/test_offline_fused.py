@@ -93,9 +93,9 @@ def test_a_long_reduction_tries_the_fused_conv_last(tmp_path):
 
 
 def test_the_split_fills_the_gpu():
-    assert fused_split(128, 64, 132) == 16  # 128 programs: 8 per SM wanted in all -> 16 per image
+    assert fused_split(128, 64, 132) == 64  # 128 programs: 32 per SM wanted in all -> 33 per image, rounded up
     assert fused_split(1, 64, 132) == 64  # one image: the most the space holds
-    assert fused_split(4096, 64, 132) == 2
+    assert fused_split(16384, 64, 132) == 2
 
 
 def test_the_conv_is_never_called_and_its_bias_goes_before_the_nonlinear_op():

@@ -187,6 +187,23 @@ def test_a_torch_compile_outside_the_tolerance_is_said_beside_its_time(error, ou
         == outside
 
 
+def test_under_tf32_torch_compile_is_held_to_the_tf32_tolerance_too():
+    """--precision tf32: the same 3.2e-4 is inside TF32's floor, for torch.compile as for a candidate; 3e-3 is not."""
+    from agent.harness.judge import timing_from
+    from agent.harness.validate import Reference
+
+    floor = settings().validation.tf32_tolerance_floor
+    for error, outside in ((3.2e-4, False), (3e-3, True)):
+        base = baselines().model_copy(update={"compile_error": error, "compile_tolerance": 1e-4})
+        t = timing_from(worker(0.05, 0.12), Reference(trials=[], truths=[]), base, "cuda", "device", "tf32")
+        assert t.compile_tolerance == floor
+        assert ("torch.compile's own output is outside the tolerance" in t.note) == outside
+        assert "--precision tf32 admits" not in t.note  # the hint is for fp32 runs
+    fp32 = timing_from(worker(0.05, 0.12), Reference(trials=[], truths=[]),
+                       baselines().model_copy(update={"compile_error": 3.2e-4, "compile_tolerance": 1e-4}), "cuda")
+    assert "--precision tf32 admits TF32's error" in fp32.note
+
+
 def test_errors_against_fp64_are_the_candidates_measure_on_the_same_inputs():
     import torch
 

@@ -31,6 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--objective", choices=["latency", "device", "energy"], default="latency",
                    help="the clock of the plain time and speedups (both clocks, and energy where measured, are "
                         "always shown; energy: the device clock's)")
+    p.add_argument("--precision", choices=["fp32", "tf32"], default="fp32",
+                   help="the numerics the answer is held to: fp32 (default) or tf32 (a tolerance floor of 2e-3)")
     p.add_argument("--no-timing", action="store_true", help="validate only")
     p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
                    help="where truths and baselines are kept across runs (default: $XDG_CACHE_HOME/agent or "
@@ -69,7 +71,7 @@ def handle(args: argparse.Namespace) -> int:
         raise UserError("--timeout must be positive")
     base = EvalRequest(source="", problem=problem, stage=stage, device=guess,
                        time_it=not args.no_timing, cache_dir=args.cache_dir or _cache_dir(), timeout_s=args.timeout,
-                       objective=args.objective)
+                       objective=args.objective, precision=args.precision)
     # the first worker imports torch and Triton while this process does the same for the checks (harness.prewarm)
     warm = prewarm_for(base, base.device or "cpu")
     try:

@@ -40,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="what candidates are ranked by: latency (a synchronized call, host included; default), "
                         "device (GPU time of calls queued back to back) or energy (the GPU's energy per call, from "
                         "NVML; where it cannot be measured, latency)")
+    p.add_argument("--precision", choices=("fp32", "tf32"), help="the numerics candidates are held to: fp32 (default: "
+                   "a tolerance of max(1e-4, 4x eager's own error vs fp64)) or tf32 (a floor of 2e-3: TF32 products, "
+                   "as cuDNN and torch.compile's channels-last convolutions use under PyTorch's defaults; "
+                   "torch.compile's answer is held to the same)")
     p.add_argument("--seed", type=int, help="seed for weights and validation inputs (default: 0)")
     p.add_argument("--diagnosis", choices=("on", "off"), help="a [DIAGNOSIS] block of findings from the current "
                    "best's profile and clocks in every prompt (default: on)")
@@ -74,13 +78,13 @@ MAX_SAMPLES = 256
 # What a new run gets for a flag not given. A resumed run keeps its own values: these may change on --resume (go on
 # for more iterations, a bigger budget) and the others may not (they define what the run measures).
 DEFAULTS = {"stage": "memory-fusion", "problem": "gap44", "gpu": "auto", "iterations": 5, "samples": 4,
-            "model": "gpt-4o", "patience": 3, "objective": "latency", "seed": 0, "llm_timeout": 300.0,
+            "model": "gpt-4o", "patience": 3, "objective": "latency", "precision": "fp32", "seed": 0, "llm_timeout": 300.0,
             "llm_retries": 4, "diagnosis": "on", "start": "problem", "search": "greedy", "beam": 3, "memory": "on"}
 RESUMABLE = {"iterations": "iterations", "samples": "samples", "patience": "patience", "budget_usd": "budget_usd",
              "timeout": "timeout_s", "llm_timeout": "llm_timeout_s", "llm_retries": "llm_retries",
              "max_candidates": "max_candidates", "max_minutes": "max_minutes"}
 FIXED = {"problem": "problem", "stage": "stage", "gpu": "gpu", "model": "model", "llm": "llm", "device": "device",
-         "objective": "objective", "seed": "seed", "diagnosis": "diagnosis", "start": "start", "search": "search",
+         "objective": "objective", "precision": "precision", "seed": "seed", "diagnosis": "diagnosis", "start": "start", "search": "search",
          "beam": "beam", "memory": "memory"}
 MAX_BEAM = 64
 
@@ -208,7 +212,7 @@ def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly
                            samples=args.samples, llm=args.llm or wiring.default_llm(), model=args.model,
                            llm_timeout_s=args.llm_timeout, llm_retries=args.llm_retries,
                            budget_usd=args.budget_usd, device=device, patience=args.patience,
-                           timeout_s=args.timeout, objective=args.objective, seed=args.seed, root=args.root,
+                           timeout_s=args.timeout, objective=args.objective, precision=args.precision, seed=args.seed, root=args.root,
                            diagnosis=args.diagnosis == "on", start=args.start, search=args.search, beam=args.beam,
                            memory=args.memory == "on", max_candidates=args.max_candidates,
                            max_minutes=args.max_minutes)

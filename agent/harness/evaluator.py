@@ -13,7 +13,7 @@ from pydantic import Field
 
 from agent.harness.job import round_seed
 from agent.harness.pipeline import EvalRequest, Shared, evaluate_many
-from agent.schema import EvalResult, Model, Objective, OnResult, ProblemSpec, Stage
+from agent.schema import EvalResult, Model, Objective, OnResult, Precision, ProblemSpec, Stage
 
 
 class RoundRequests(Model):
@@ -23,6 +23,7 @@ class RoundRequests(Model):
     device: Literal["cuda", "cpu"]
     timeout_s: float | None = Field(default=None, description="per-candidate limit; None: scaled (harness.limit)")
     objective: Objective = "latency"
+    precision: Precision = "fp32"
     cache_dir: Path | None = None
     seed: int = 0
     hide: list[Path] = Field(default_factory=list, description="directories candidates must not see (the store)")
@@ -34,7 +35,7 @@ class RoundRequests(Model):
         the round's, or one per source."""
         stages = stage if isinstance(stage, list) else [stage] * len(sources)
         return [EvalRequest(source=s, problem=self.problem, stage=st, device=self.device, timeout_s=self.timeout_s,
-                            objective=self.objective, cache_dir=self.cache_dir, seed=round_seed(self.seed, round_),
+                            objective=self.objective, precision=self.precision, cache_dir=self.cache_dir, seed=round_seed(self.seed, round_),
                             hide=self.hide, bandwidth_gbs=self.bandwidth_gbs, gpu_lock=self.gpu_lock)
                 for s, st in zip(sources, stages, strict=True)]
 

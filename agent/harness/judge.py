@@ -15,6 +15,7 @@ from agent.harness import rules
 from agent.harness.job import Device, TrialSpec, WorkerResult
 from agent.harness.limit import Limit
 from agent.harness.sandbox import SandboxResult
+from agent.harness.settings import widened
 from agent.harness.validate import Reference, compare, compare_timed
 from agent.schema import EvalResult, Objective, Timing, Verdict
 
@@ -27,7 +28,9 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     asked = {t.id for t in trials}
     invented = sorted({r.id for r in (res.trials if res else [])} - asked)
     known = [(r, o) for r, o in zip(res.trials if res else [], outputs) if r.id in asked]
-    v = compare(ref, [r for r, _ in known], [o for _, o in known], res.config_labels if res else []) if known else None
+    precision = req.precision
+    v = compare(ref, [r for r, _ in known], [o for _, o in known], res.config_labels if res else [],
+                precision) if known else None
     if v is not None:
         result.checks = v.checks
         if not v.passed:
@@ -70,7 +73,8 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     if res.timing is None:
         return
     t = res.timing
-    wrong = compare_timed(ref, t.sampled, timed, t.repeats, optional=energy_pool if t.energy_mj is None else range(0))
+    wrong = compare_timed(ref, t.sampled, timed, t.repeats, optional=energy_pool if t.energy_mj is None else range(0),
+                          precision=precision)
     if wrong:
         result.verdict, result.message = Verdict.INCORRECT, wrong
         return
@@ -79,7 +83,7 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
         result.message = ("a timed call launched no Triton kernel: the candidate's kernels must run on every call "
                           "[run-time]")
         return
-    timing = timing_from(res, ref, base, device, req.objective)  # type: ignore[arg-type]
+    timing = timing_from(res, ref, base, device, req.objective, precision)  # type: ignore[arg-type]
     floor = _floor_ms(ref, req.bandwidth_gbs) if device == "cuda" else None
     if floor is not None and t.median_ms < floor:  # the device clock: the GPU's own time
         result.verdict = Verdict.RULE_VIOLATION
@@ -128,18 +132,23 @@ def _phase_words(phase: str) -> str:
     }.get(phase, phase)
 
 
-def _compile_outside(base: WorkerResult | None) -> str:
+def _compile_tolerance(base: WorkerResult | None, precision: str) -> float | None:
+    """The tolerance a candidate gets on the timed inputs (the baseline measures it at fp32), as `precision` holds it."""
+    return widened(base.compile_tolerance, precision) if base and base.compile_tolerance is not None else None
+
+
+def _compile_outside(base: WorkerResult | None, precision: str) -> str:
     """A note where torch.compile's own answer is outside the tolerance a candidate is held to."""
-    if base is None or base.compile_error is None or base.compile_tolerance is None:
+    tol = _compile_tolerance(base, precision)
+    if base is None or base.compile_error is None or tol is None or base.compile_error <= tol:
         return ""
-    if base.compile_error <= base.compile_tolerance:
-        return ""
+    hint = "" if precision == "tf32" else "; --precision tf32 admits TF32's error"
     return (f"torch.compile's own output is outside the tolerance here (relative error {base.compile_error:.3g} > "
-            f"{base.compile_tolerance:.3g}): its time is that of an answer this harness would refuse")
+            f"{tol:.3g}): its time is that of an answer this harness would refuse{hint}")
 
 
 def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, device: Device,
-                objective: Objective = "device") -> Timing:
+                objective: Objective = "device", precision: str = "fp32") -> Timing:
     """The candidate's two clocks against the baselines' (each on the same clock); the plain fields follow
     `objective`. Without a GPU baseline, eager comes from the reference's CPU-mode timing (one clock)."""
     t = res.timing
@@ -159,7 +168,7 @@ def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, de
 
     on = lat if objective == "latency" and t.latency_ms is not None else dev
     cand_spread, eager_spread, comp_spread = spreads["latency" if on is lat else "device"]
-    notes = [n for n in (t.note, base.compile_note if base else "", _compile_outside(base)) if n]
+    notes = [n for n in (t.note, base.compile_note if base else "", _compile_outside(base, precision)) if n]
     joules = {"eager": eager.energy_mj if eager else None, "compile": comp.energy_mj if comp else None}
     return Timing(
         objective=objective, candidate_ms=on["candidate"] or t.median_ms, candidate_spread_pct=cand_spread or 0.0,
@@ -168,7 +177,7 @@ def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, de
         eager_ms=on["eager"], eager_spread_pct=eager_spread, eager_device_ms=dev["eager"], eager_latency_ms=lat["eager"],
         compile_ms=on["compile"], compile_spread_pct=comp_spread, compile_device_ms=dev["compile"],
         compile_latency_ms=lat["compile"], compile_error=base.compile_error if base else None,
-        compile_tolerance=base.compile_tolerance if base else None,
+        compile_tolerance=_compile_tolerance(base, precision),
         speedup_vs_eager=speedup(on, "eager"), speedup_vs_compile=speedup(on, "compile"),
         device_speedup_vs_eager=speedup(dev, "eager"), latency_speedup_vs_eager=speedup(lat, "eager"),
         device_speedup_vs_compile=speedup(dev, "compile"), latency_speedup_vs_compile=speedup(lat, "compile"),

@@ -43,7 +43,7 @@ from agent.harness.shared import Shared
 from agent.harness.validate import Reference
 from agent.harness.workerio import Gpu
 from agent.redact import scrub
-from agent.schema import EvalResult, Objective, OnResult, ProblemSpec, Stage, Verdict
+from agent.schema import EvalResult, Objective, OnResult, Precision, ProblemSpec, Stage, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,7 @@ class EvalRequest(BaseModel):
     timeout_s: float | None = Field(default=None, description="the candidate's limit; None: scaled (harness.limit)")
     time_it: bool = True
     objective: Objective = Field(default="latency", description="the clock of candidate_ms and the plain speedups")
+    precision: Precision = Field(default="fp32", description="the numerics the candidate is held to (tolerance)")
     cache_dir: Path | None = Field(default=None, description="truths and baselines kept here across processes "
                                    "(None: memory only); never visible to candidates")
     seed: int = 0

@@ -17,6 +17,7 @@ class ValidationSettings(_Section):
     distributions: list[str]
     tolerance_floor: float
     tolerance_factor: float
+    tf32_tolerance_floor: float
 
 
 class TimingSettings(_Section):
@@ -79,7 +80,13 @@ def settings() -> Settings:
     return Settings.model_validate(load_toml("harness.toml"))
 
 
-def tolerance(eager_error: float) -> float:
-    """max(floor, factor * eager error): scaled to the problem, never looser than PyTorch itself needs."""
+def tolerance(eager_error: float, precision: str = "fp32") -> float:
+    """max(floor, factor * eager error): scaled to the problem, never looser than PyTorch itself needs; the floor is
+    TF32's where the run admits TF32 products (--precision tf32)."""
     v = settings().validation
-    return max(v.tolerance_floor, v.tolerance_factor * eager_error)
+    return max(widened(v.tolerance_floor, precision), v.tolerance_factor * eager_error)
+
+
+def widened(tol: float, precision: str) -> float:
+    """An fp32 tolerance as `precision` holds it (tf32: at least TF32's floor)."""
+    return max(tol, settings().validation.tf32_tolerance_floor) if precision == "tf32" else tol

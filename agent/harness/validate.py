@@ -75,7 +75,8 @@ def _fmt_shape(shape: list[int]) -> str:
     return "x".join(map(str, shape)) if shape else "scalar"
 
 
-def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]], config_labels: list[str]) -> Comparison:
+def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]], config_labels: list[str],
+            precision: str = "fp32") -> Comparison:
     """One Check per candidate trial; the verdict fails on the first class of problem, with the worst case described."""
     import torch
 
@@ -88,7 +89,7 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
         if r is None:
             continue  # the parent refused unknown trial ids before comparing (pipeline)
         rt, truth = ref.trials[r], ref.truths[r]
-        tol = tolerance(rt.eager_error or 0.0)
+        tol = tolerance(rt.eager_error or 0.0, precision)
         where = f"size {trial.size} (inputs {', '.join(_fmt_shape(s) for s in rt.input_shapes)}), {trial.distribution} inputs, {trial.buffer}"
         if len(config_labels) > 1:
             where += f", autotune config {trial.config_pass} ({config_labels[trial.config_pass] if trial.config_pass < len(config_labels) else '?'})"
@@ -138,7 +139,8 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
             severity = float("inf") if error is None else error / tol
             detail = f"{where}: {note}"
             if error is not None and error > tol:
-                detail += f"; relative error {error:.3g} > tolerance {tol:.3g} (eager fp32: {rt.eager_error:.3g})"
+                detail += (f"; relative error {error:.3g} > tolerance {tol:.3g} (eager fp32: {rt.eager_error:.3g}"
+                           + ("; --precision tf32" if precision == "tf32" else "") + ")")
             failures.append((severity, detail))
     if not checks:
         return Comparison(passed=False, checks=checks, message="no validation trial completed")
@@ -153,7 +155,7 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
 
 
 def compare_timed(ref: Reference, sampled: list[int], outputs: list[list[Any]], reps: int,
-                  optional: range = range(0)) -> str | None:
+                  optional: range = range(0), precision: str = "fp32") -> str | None:
     """The timed calls whose inputs the reference knows: every one must be right (a memoised result is not), each
     once. `optional`: pool indices that may be missing (the energy loop's, where energy was not measured)."""
     wanted = set(range(len(ref.pool))) - set(optional)
@@ -162,7 +164,7 @@ def compare_timed(ref: Reference, sampled: list[int], outputs: list[list[Any]], 
         return (f"timing returned {len(outputs)} of the {len(wanted)} checked outputs the harness asked for: the timed "
                 "calls cannot be verified")
     timed_size = ref.trials[0].size if ref.trials else ""
-    tol = tolerance(max((t.eager_error or 0.0 for t in ref.trials if t.size == timed_size), default=0.0))
+    tol = tolerance(max((t.eager_error or 0.0 for t in ref.trials if t.size == timed_size), default=0.0), precision)
     for n, (k, outs) in enumerate(zip(sampled, outputs)):
         truth = ref.pool[k]
         errors = [rel_error(o, t) for o, t in zip(outs, truth)] if len(outs) == len(truth) else [float("inf")]
