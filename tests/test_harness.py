@@ -83,7 +83,8 @@ def test_checks_cover_every_size_distribution_and_buffer_reuse(suite):
     assert {c.note for c in checks} == {"fresh", "same buffer, new values", "new buffer, same shape"}
     for c in checks:
         assert c.passed and c.error is not None and c.eager_error is not None
-        assert c.tolerance == max(1e-4, 4 * c.eager_error)
+        at_size = max(d.eager_error or 0.0 for d in checks if d.size == c.size)  # the problem's, not one draw's
+        assert c.tolerance == max(1e-4, 4 * at_size)
         assert c.error <= c.tolerance
 
 

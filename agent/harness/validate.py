@@ -81,6 +81,12 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
     import torch
 
     index = ref.index()
+    # The tolerance is the problem's at a size, not one draw's: eager's own error over every trial of the size. Where
+    # the output is numerically zero (KernelBench #23: the mean of a group norm's output, ~1e-19), eager's error is
+    # rounding noise that varies 4x between draws, and a tolerance from one lucky draw refuses noise as wrong.
+    eager_at: dict[str, float] = {}
+    for t in ref.trials:
+        eager_at[t.size] = max(eager_at.get(t.size, 0.0), t.eager_error or 0.0)
     checks: list[Check] = []
     failures: list[tuple[float, str]] = []  # (severity, description)
     previous: dict[tuple[int, str], list[Any]] = {}
@@ -89,7 +95,7 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
         if r is None:
             continue  # the parent refused unknown trial ids before comparing (pipeline)
         rt, truth = ref.trials[r], ref.truths[r]
-        tol = tolerance(rt.eager_error or 0.0, precision)
+        tol = tolerance(eager_at.get(rt.size, 0.0), precision)
         where = f"size {trial.size} (inputs {', '.join(_fmt_shape(s) for s in rt.input_shapes)}), {trial.distribution} inputs, {trial.buffer}"
         if len(config_labels) > 1:
             where += f", autotune config {trial.config_pass} ({config_labels[trial.config_pass] if trial.config_pass < len(config_labels) else '?'})"
@@ -139,7 +145,8 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
             severity = float("inf") if error is None else error / tol
             detail = f"{where}: {note}"
             if error is not None and error > tol:
-                detail += (f"; relative error {error:.3g} > tolerance {tol:.3g} (eager fp32: {rt.eager_error:.3g}"
+                detail += (f"; relative error {error:.3g} > tolerance {tol:.3g} (eager fp32 at this size: "
+                       f"{eager_at.get(rt.size, 0.0):.3g}"
                            + ("; --precision tf32" if precision == "tf32" else "") + ")")
             failures.append((severity, detail))
     if not checks:
