@@ -155,7 +155,8 @@ def _compute_baseline(problem: ProblemSpec, device: Device, hide: list[Path], gp
     try:
         sizes = sizes_for(problem, device)[:1]
         job = prepare_job(workdir, "baseline", problem, device=device, sizes=sizes,
-                          trials=plan_trials(sizes, 0, ["problem"]), gpu_lock=gpu_lock)
+                          # every distribution: torch.compile's own error is measured on each (the timing uses the first)
+                          trials=plan_trials(sizes, 0, settings().validation.distributions), gpu_lock=gpu_lock)
         sb = run_worker(workdir, job, device, settings().sandbox.baseline_timeout_s, None, hide, gpu_lock)
         res = read_result(workdir / "result.json")
         if res is None or not res.ok:

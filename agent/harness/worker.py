@@ -109,6 +109,7 @@ def _baseline(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
     from agent.harness.settings import tolerance
     from agent.harness.timing import Bench
     from agent.harness.trusted import Trusted
+    from agent.harness.inputs import make_inputs
     from agent.harness.validate import errors_vs_fp64
 
     result.phase = "baseline"
@@ -130,9 +131,14 @@ def _baseline(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
             compiled = torch.compile(copy.deepcopy(model))
             result.compiled = Bench(lambda: compiled(*inputs), inputs, None, job.timing, trusted).gpu()
             # A baseline is only a fair mark if its own answer would pass: Inductor may pick a channels-last
-            # convolution that cuDNN runs in TF32 (PyTorch's default) where eager's does not.
-            eager_error, result.compile_error = errors_vs_fp64(model, [model, compiled], inputs)
-            result.compile_tolerance = tolerance(eager_error)
+            # convolution that cuDNN runs in TF32 (PyTorch's default) where eager's does not. Judged as a candidate
+            # is at the timed size: every trial's distribution, the size's worst eager error setting the tolerance
+            # (KernelBench #67: 6.8e-5 on the timed inputs, 3.5e-4 on the offset ones, against 1e-4).
+            errors = [errors_vs_fp64(model, [model, compiled], inputs)]
+            errors += [errors_vs_fp64(model, [model, compiled], make_inputs(modules[0], t.distribution, t.seed, job.device))
+                       for t in job.trials if t.size == 0 and t.distribution != "problem"]
+            result.compile_error = max(e[1] for e in errors)
+            result.compile_tolerance = tolerance(max(e[0] for e in errors))
         except Exception as e:  # a compile failure leaves eager as the only baseline
             result.compile_note = f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
 
