@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from agent.catalog import find_gpu
+from agent.harness.settings import settings
 from agent.ncu import diff as metrics_diff
 from agent.ncu import metric_info
 from agent.schema import Candidate, GPUSpec, Timing, Verdict
@@ -138,6 +139,8 @@ def _facts(data: ReportInput, chain: list[Candidate]) -> list[tuple[str, str]]:
     facts = [("status", run.status), ("problem", run.config.problem),
              ("stage", run.config.stage + (" (the ladder, by bottleneck)" if run.config.stage == "auto" else "")),
              ("GPU", f"{run.gpu} ({run.device})"), ("objective", run.config.objective),
+             ("numerics", "fp32" if run.config.precision == "fp32" else
+              f"tf32 (tolerance floor {settings().validation.tf32_tolerance_floor:g})"),
              ("proposer", run.config.llm + (f" ({run.config.model})" if run.config.llm == "openai" else "")),
              ("iterations", f"{run.iterations} of {run.config.iterations}, {run.candidates} candidates"),
              ("started", run.started_at.strftime("%Y-%m-%d %H:%M:%S UTC")), ("duration", _duration(run)),
