@@ -54,10 +54,14 @@ def test_a_tf32_sized_error_passes_only_under_tf32_and_a_bf16_sized_one_never(tm
     tf32_sized, bf16_sized = off_by(tmp_path, 1.0005), off_by(tmp_path, 1.005)
     fp32 = evaluate(tf32_sized, "fp32")
     assert fp32["verdict"] == "incorrect" and "> tolerance 0.0001" in fp32["message"]
+    assert 'an error of TF32\'s size: tl.dot rounds its inputs to TF32 by default' in fp32["message"]
     tf32 = evaluate(tf32_sized, "tf32")
     assert tf32["verdict"] == "correct" and "(tolerance 0.002)" in tf32["message"]
     far = evaluate(bf16_sized, "tf32")
     assert far["verdict"] == "incorrect" and "> tolerance 0.002" in far["message"] and "--precision tf32" in far["message"]
+    assert "TF32's size" not in far["message"]  # no hint where TF32 would not explain it
+    bf16_fp32 = evaluate(bf16_sized, "fp32")
+    assert bf16_fp32["verdict"] == "incorrect" and "TF32's size" not in bf16_fp32["message"]
 
 
 def test_the_prompt_says_tf32_only_when_the_run_admits_it():

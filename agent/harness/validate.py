@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from agent.harness.job import TrialRecord
-from agent.harness.settings import tolerance
+from agent.harness.settings import settings, tolerance
 from agent.schema import Check
 
 
@@ -155,6 +155,11 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
         failures.sort(key=lambda f: -f[0])
         n = len(failures)
         msg = f"incorrect in {n} of {len(checks)} trials; worst: {failures[0][1]}"
+        worst_error = max((c.error or 0.0 for c in checks if not c.passed), default=0.0)
+        if precision == "fp32" and 0.0 < worst_error <= settings().validation.tf32_tolerance_floor:
+            # the size of TF32's rounding: tl.dot's default on a GPU, the commonest cause in an honest answer
+            msg += ("; an error of TF32's size: tl.dot rounds its inputs to TF32 by default, pass "
+                    "input_precision=\"ieee\" (or \"tf32x3\") for fp32 accuracy, or run with --precision tf32")
         return Comparison(passed=False, checks=checks, message=msg)
     worst = max(checks, key=lambda c: (c.error or 0.0) / (c.tolerance or 1.0))
     return Comparison(passed=True, checks=checks,
