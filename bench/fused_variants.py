@@ -3,7 +3,7 @@
 and code variants, each checked against the fp64 truth (err: max abs error / max abs truth; the harness's fp32
 tolerance is 1e-4), with the kernel's registers and spills; eager and torch.compile for scale. Used to choose the
 family's anchor (agent/offline/planner.py). Results: bench/results/fused_h200/.
-Usage (GPU machine, repo root): python bench/fused_variants.py PLAN   (PLAN: first | a | b; JSON in $OUT)
+Usage (GPU machine, repo root): python bench/fused_variants.py PLAN   (PLAN: first | a | b | c; JSON in $OUT)
 Variants: PRECISION tf32x3 (default on CUDA) / tf32 / ieee; nogelu: the epilogue removed (what the GELU costs);
 tap: the gather loop per kernel tap over input-channel blocks instead of flat K chunks; acc2d: a per-tile running
 sum reduced once at the end instead of a sum per tile; bk32/bk128: BLOCK_K; p/w/s/split: BLOCK_P, warps, stages,
@@ -59,6 +59,21 @@ A2 = [("    total = tl.zeros([BLOCK_C], dtype=tl.float32)\n", "    total2 = tl.z
       ("        total += tl.sum(v, axis=0)\n", "        total2 += v\n    total = tl.sum(total2, axis=0)\n")]
 TF = [(P[0], 'PRECISION="tf32"')]
 
+# flat (stride 1, no padding only): output positions indexed over the input's width (OH x W, the KW - 1 extra columns
+# per row masked out), so each K column of the A tile is one contiguous strip of x: one add per element, no div/mod
+FLAT = [("        pm = ps < P\n        oh = ps // OW\n        ow = ps % OW\n",
+         "        pm = (ps < (P // OW) * W) & (ps % W < OW)\n"),
+        (OLD, """        for k0 in range(0, K, BLOCK_K):
+            ks = k0 + tl.arange(0, BLOCK_K)
+            km = ks < K
+            koff = (ks // (KH * KW)) * (H * W) + ((ks % (KH * KW)) // KW) * (dh * W) + (ks % KW) * dw
+            a = tl.load(x_ptr + x_base + ps[:, None] + koff[None, :], mask=pm[:, None] & km[None, :], other=0.0).to(tl.float32)
+            b = tl.load(w_ptr + cs[None, :] * K + ks[:, None], mask=km[:, None] & cm[None, :], other=0.0).to(tl.float32)
+            acc = tl.dot(a, b, acc, input_precision=PRECISION)
+"""),
+        ("    TILES = triton.cdiv(P, BLOCK_P)\n", "    assert (sh, sw, ph, pw) == (1, 1, 0, 0)\n    TILES = triton.cdiv(OH * W, BLOCK_P)\n")]
+
+
 def first():
     bench("base", V())
     bench("tf32", V(), [(P[0], 'PRECISION="tf32"')])
@@ -89,6 +104,12 @@ plans = {
        ("s1_acc2d_split64", V(stages=1, split=64), A2), ("s1_acc2d_split4", V(stages=1, split=4), A2),
        ("s1_c32_acc2d", V(stages=1), A2 + [("BLOCK_C = min(max(triton.next_power_of_2(C), 16), 64)", "BLOCK_C = 32")]),
        ("s1_acc2d_w2_p64", V(stages=1, block=64, warps=2), A2)],
+ # not yet run on a GPU (fourth session): flat addressing, against s1_split64 (3.87 ms on the H200) in the same process
+ "c": [("s1_split64", V(stages=1, split=64), []), ("flat_s1_split64", V(stages=1, split=64), FLAT),
+       ("flat_s1_split16", V(stages=1, split=16), FLAT), ("flat_s2_split64", V(stages=2, split=64), FLAT),
+       ("flat_s1_w8", V(stages=1, warps=8, split=64), FLAT), ("flat_s1_p256w8", V(stages=1, block=256, warps=8, split=64), FLAT),
+       ("flat_s1_p64", V(stages=1, block=64, split=64), FLAT), ("flat_tf32", V(stages=1, split=64), FLAT + TF),
+       ("flat_nogelu", V(stages=1, split=64), FLAT + [("        v = 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))\n", "")])],
 }
 if sys.argv[1] == "first":
     first()
