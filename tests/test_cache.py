@@ -141,3 +141,11 @@ def test_the_candidate_is_not_shown_the_cache():
                       cache_dir="/somewhere/cache", hide=["/store"])
     job = _Job(req=req, device="cpu", code="", kernels=[], seed=1, trials=[], plan=None)
     assert [str(p) for p in job.hide()] == ["/store", "/somewhere/cache"]
+
+
+def test_every_validation_call_is_traced():
+    """A candidate counts its calls: one traced call per size would tell it when to do the work honestly."""
+    from agent.problems import load_problem
+
+    trials = plan_trials(load_problem("gap44").cpu_sizes, 1, settings().validation.distributions)
+    assert len(trials) > len({t.size for t in trials}) and all(t.trace for t in trials)

@@ -164,3 +164,18 @@ def test_an_operand_needs_the_heavy_layer_no_more_often_and_no_larger_than_the_m
     im2col = Launch(kernel="im2col", args=[span(0), Span(id=4, lo=0, hi=9 * 4 * MB)], written=[Span(id=4, lo=0, hi=9 * 4 * MB)])
     msg = traced(operand_trial(reads, [im2col, REDUCE]), REFERENCE, FUSION)
     assert msg and "larger than what the problem's Model feeds its convolution layers (4.00 MB)" in msg
+
+
+def test_a_heavy_layer_must_return_what_the_models_returns_not_a_reduction_spelled_as_one():
+    """The allowance is for the Model's own layer: a depthwise convolution with whole-image kernels reads x (no more
+    than the Model's layer reads) but returns per-channel sums, the stage's whole reduction done by PyTorch."""
+    model_conv = CONV.model_copy(update={"out_bytes": 32 * MB})
+    reference = REFERENCE.model_copy(update={"ops": [model_conv, *REFERENCE.ops[1:]]})
+    combine = Launch(kernel="combine", args=[span(3), span(2)], written=[span(2)])
+    pooling = Op(name="convolution", kind="heavy", calls=1, in_bytes=CONV.in_bytes + MB, data_bytes=4 * MB,
+                 largest_bytes=4 * MB, out_bytes=4096)
+    msg = traced(trial([combine], ops=[pooling]), reference, StageRules()) or ""
+    assert "returns 4.0 KB" in msg and "32.00 MB" in msg and "not the Model's layer" in msg
+    bias_folded = model_conv.model_copy(update={"name": "mkldnn_convolution"})  # the same layer under another name
+    gap = Launch(kernel="gap", args=[span(1), span(2)], written=[span(2)])
+    assert traced(trial([gap], ops=[bias_folded]), reference, StageRules()) is None

@@ -265,3 +265,45 @@ def test_a_hang_is_charged_to_the_phase_it_hung_in():
     out = phases(0, 0, 10.0, 70.0, hung.marks, 0, 0, _last_phase(hung))
     assert out["compile"] == pytest.approx(57.9) and "exit" not in out  # its first call never returned
     assert _last_phase(None) == "start"
+
+
+class TracingTracker:
+    """A stand-in for agent.harness.trace.Tracker: a traced call costs the simulated GPU 50x its work."""
+
+    def __init__(self, gpu: SimGpu) -> None:
+        self.gpu, self.launches, self.traced = gpu, 0, 0
+
+    def begin(self, trace: bool, inputs: list, count_only: bool = False) -> None:
+        self.launches, self.tracing = 1, trace
+
+    def dispatch_mode(self):
+        import contextlib
+
+        @contextlib.contextmanager
+        def slow():
+            self.traced += 1
+            self.gpu.device_ms *= 50
+            yield
+            self.gpu.device_ms /= 50
+
+        return slow()
+
+    def end(self, outputs: list) -> tuple[bool, object]:
+        from agent.harness.job import Trace
+
+        return True, Trace()
+
+
+def test_the_checked_timed_calls_are_traced_and_left_out_of_the_clocks():
+    """A candidate that counts its calls must not find a timed call the rules do not see: every checked one is traced
+    (the parent applies the rules to it), and what tracing costs is not the candidate's time."""
+    n = settings().timing.checked_calls
+    plan = TimingPlan(pool_seeds=list(range(2 * n)), positions=[i / n for i in range(n)],
+                      latency_positions=[(i + 0.5) / n for i in range(n)], fresh_seed=7)
+    gpu = SimGpu(host_ms=0.02, device_ms=1.0)
+    tracker = TracingTracker(gpu)
+    b = Bench(gpu.forward, [], plan, settings().timing, gpu, tracker)
+    stats = b.gpu()
+    assert tracker.traced == 2 * n and len(b.traces) == 2 * n and len(b.outputs) == 2 * n
+    assert stats.median_ms == pytest.approx(1.0) and max(b.traces)[0] == 1
+    assert stats.latency_ms == pytest.approx(1.01)

@@ -101,6 +101,7 @@ class Op(Model):
     in_bytes: int = 0
     data_bytes: int = 0
     largest_bytes: int = 0
+    out_bytes: int = Field(default=0, description="what it returned, in total (a heavy layer's output)")
 
 
 class Span(Model):
@@ -201,6 +202,8 @@ class WorkerResult(Model):
     config_passes: int = Field(default=1, description="CPU mode: autotune configs validated one pass each")
     config_labels: list[str] = Field(default_factory=list)
     timing: BenchStats | None = None
+    timed_trials: list[TrialRecord] = Field(default_factory=list, description="the checked timed calls, traced (ids: "
+                                            "-1 - their order), for the run-time rules")
     eager: BenchStats | None = None
     compiled: BenchStats | None = None
     compile_note: str = ""
@@ -230,15 +233,16 @@ def trial_seed(seed: int, size_index: int, dist_index: int) -> int:
 
 
 def plan_trials(sizes: list[SizeSet], seed: int, distributions: list[str]) -> list[TrialSpec]:
-    """Every size x distribution, in order. Per size: the first call on fresh buffers (traced), the second with new
-    values copied into those buffers, the third on new buffers of the same shape, and so on alternating: together
-    they catch outputs cached by shape, by buffer address or by anything else."""
+    """Every size x distribution, in order. Per size: the first call on fresh buffers, the second with new values
+    copied into those buffers, the third on new buffers of the same shape, and so on alternating: together they
+    catch outputs cached by shape, by buffer address or by anything else. Every call is traced: a candidate counts
+    its calls, so one traced call per size would tell it when to do the stage's work honestly."""
     trials: list[TrialSpec] = []
     for s, size in enumerate(sizes):
         for d, dist in enumerate(size.distributions or distributions):
             use: BufferUse = "fresh" if d == 0 else "same" if d % 2 == 1 else "new"
             trials.append(TrialSpec(id=len(trials), size=s, distribution=dist, seed=trial_seed(seed, s, d), buffer=use,
-                                    trace=d == 0))
+                                    trace=True))
     return trials
 
 

@@ -83,6 +83,10 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
         result.message = ("a timed call launched no Triton kernel: the candidate's kernels must run on every call "
                           "[run-time]")
         return
+    broken = _timed_rules(res, ref, len(ref.pool) - len(energy_pool), req.stage.rules)
+    if broken:
+        result.verdict, result.message = Verdict.RULE_VIOLATION, broken
+        return
     timing = timing_from(res, ref, base, device, req.objective, precision)  # type: ignore[arg-type]
     floor = _floor_ms(ref, req.bandwidth_gbs) if device == "cuda" else None
     if floor is not None and t.median_ms < floor:  # the device clock: the GPU's own time
@@ -92,6 +96,18 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
                           "[timing]")
         return
     result.timing = timing
+
+
+def _timed_rules(res: WorkerResult, ref: Reference, expected: int, stage_rules: Any) -> str | None:
+    """The run-time rules on the checked timed calls (traced where they ran): the work that is timed must be the
+    work that was validated. Each checked call outside the energy loop must have come back with its trace."""
+    timed = res.timed_trials
+    if len(timed) != expected or any(t.trace is None for t in timed):
+        return (f"the candidate's process reported {len(timed)} traced timed calls where the harness checked "
+                f"{expected}: the report was tampered with [tampering]")
+    first = ref.trials[0].trace if ref.trials else None
+    broken = rules.judge(timed, {t.id: first for t in timed if first is not None}, stage_rules)
+    return f"{broken} (while timed) [run-time]" if broken else None
 
 
 def _floor_ms(ref: Reference, bandwidth_gbs: float | None) -> float | None:

@@ -7,7 +7,9 @@ Every stage:
   largest tensor (operators.toml's "compute" kind, summed over the forward): a decoy kernel beside torch.mean,
   torch.ops.aten, or the reference Model itself is refused; preparing weights and constants is not the data;
 - the problem's heavy layers may stay in PyTorch, fed no more than the problem's own Model feeds them, counted by
-  family (operators.toml: a Linear run as mm plus a bias add is the Model's matmul, whatever the call's name).
+  family (operators.toml: a Linear run as mm plus a bias add is the Model's matmul, whatever the call's name), and
+  producing as much as the Model's do: the allowance is for the Model's own layer, not for any work spelled as one
+  (a depthwise convolution with whole-image kernels is a global reduction; it reads what the Model's layer reads).
 A stage may add (StageRules.max_intermediate_write, memory-fusion): no Triton kernel writes more than a fraction
 of the largest tensor to anything but the returned tensor, and no kernel reads back a large buffer another wrote.
 One buffer larger than that is not an intermediate of the fused ops: an operand a kernel prepared for a heavy layer
@@ -70,14 +72,22 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules) -> st
         return (f"PyTorch computed over {_mb(total)} of this forward ({ops}; the largest tensor is {_mb(big)}): the "
                 "work must be done in Triton kernels, PyTorch may only allocate, reshape and copy")
     ref_heavy = _families(reference.ops if reference else [])
+    ref_out = _heavy_out(reference.ops if reference else [])
+    mine_out = _heavy_out(trace.ops)
     for family, (names, calls, in_bytes) in _families(trace.ops).items():
         allowed = cfg.heavy_factor * ref_heavy.get(family, ([], 0, 0))[2] + cfg.heavy_slack_bytes
+        ops = ", ".join(f"aten.{n}" for n in names)
         if in_bytes > allowed:
-            ops = ", ".join(f"aten.{n}" for n in names)
             theirs = f"the problem's Model feeds its {family} layers {_mb(ref_heavy[family][2])}" \
                 if family in ref_heavy else f"the problem's Model does not run it: no {family} layer"
             return (f"PyTorch runs {ops} on {_mb(in_bytes)} ({theirs}): new work in PyTorch is not an "
                     "answer, write it in Triton")
+        least = ref_out.get(family, 0) / cfg.heavy_factor - cfg.heavy_slack_bytes
+        if mine_out.get(family, 0) < least:
+            return (f"PyTorch's {ops} returns {_mb(mine_out.get(family, 0))} where the problem's Model's {family} "
+                    f"layers return {_mb(ref_out[family])}: that is not the Model's layer but other work spelled as "
+                    "one (a reduction?); only the Model's own heavy layers may stay in PyTorch, write the rest in "
+                    "Triton")
     if rules.max_intermediate_write is not None:
         return _intermediates(trial, trace, big, rules, storages, ref_heavy)
     return None
@@ -91,6 +101,16 @@ def _families(ops: list[Op]) -> dict[str, tuple[list[str], int, int]]:
         if op.kind == "heavy":
             names, calls, in_bytes = out.get(kinds.family(op.name), ([], 0, 0))
             out[kinds.family(op.name)] = ([*names, op.name], calls + op.calls, in_bytes + op.in_bytes)
+    return out
+
+
+def _heavy_out(ops: list[Op]) -> dict[str, int]:
+    """What the heavy layers return, by family (bytes, over every call)."""
+    kinds = operator_kinds()
+    out: dict[str, int] = {}
+    for op in ops:
+        if op.kind == "heavy":
+            out[kinds.family(op.name)] = out.get(kinds.family(op.name), 0) + op.out_bytes
     return out
 
 

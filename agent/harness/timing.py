@@ -19,6 +19,11 @@ lines the timed kernel must write back: measured 188.5 vs 178.9 us for a plain G
   (less the idle energy since), and last at least ten steps.
 CPU mode: a few wall-clock calls, marked not meaningful; every one of them is checked; no energy.
 
+A checked call of the candidate's is also traced (agent.harness.trace), and the parent applies the run-time rules to
+it as to a validation call: a forward that does the stage's work in Triton while validated and in PyTorch once timed
+(it can count its calls) is refused. On the GPU a traced call's time is left out of the clocks (tracing copies
+every buffer a launch is given); the candidate cannot tell which calls those are, as it cannot tell which are checked.
+
 Everything the loop calls (events, synchronize, the flush's sum, the fill, the energy counter) is a reference taken
 before the candidate was imported (agent.harness.trusted).
 """
@@ -76,6 +81,8 @@ class Bench:
         self.call, self.buffers, self.cfg, self.t, self.tracker = call, buffers, cfg, trusted, tracker
         self.plan = plan or TimingPlan(pool_seeds=[], positions=[], fresh_seed=0)
         self.outputs: list[list[Any]] = []
+        # per traced call: (launches, every output given to a launch, its Trace, the output shapes)
+        self.traces: list[tuple[int, bool, Any, list[list[int]]]] = []
         self.launch_counts: list[int] = []
         self._fresh = 0
 
@@ -89,9 +96,25 @@ class Bench:
         if self.tracker is not None:
             self.tracker.begin(False, [], count_only=True)  # a counter, not bookkeeping: host time is timed too
 
+    def _call(self, checked: bool) -> Any:
+        """One forward; a checked one (the candidate's, not a baseline's) under the tracker's full recording."""
+        if self.tracker is None or not checked:
+            self._begin()
+            return self.call()
+        self.tracker.begin(True, self.buffers)
+        with self.tracker.dispatch_mode():
+            return self.call()
+
+    def _traced(self, checked: bool) -> bool:
+        return self.tracker is not None and checked
+
     def _end(self, out: Any, keep: bool) -> None:
         if self.tracker is not None:
             self.launch_counts.append(self.tracker.launches)
+            if keep:
+                tensors = flatten(out)[1]
+                launched, trace = self.tracker.end(tensors)
+                self.traces.append((self.tracker.launches, launched, trace, [list(o.shape) for o in tensors]))
         if keep:
             self.outputs.append([self.t.to(self.t.clone(o), "cpu") for o in flatten(out)[1]])
 
@@ -136,14 +159,14 @@ class Bench:
             self._fill(self.plan.pool_seeds[lat_at[i]] if i in lat_at else None)
             flush_l2()
             t.sync()
-            self._begin()
             t0 = t.perf_counter()
-            out = self.call()
+            out = self._call(i in lat_at)
             t1 = t.perf_counter()
             t.sync()
             t2 = t.perf_counter()
-            walls.append((t2 - t0) * 1000)
-            hosts.append((t1 - t0) * 1000)
+            if not self._traced(i in lat_at):
+                walls.append((t2 - t0) * 1000)
+                hosts.append((t1 - t0) * 1000)
             self._end(out, keep=i in lat_at)
         lat_samples = [lat_at[i] for i in sorted(lat_at)]
 
@@ -159,13 +182,12 @@ class Bench:
             self._fill(self.plan.pool_seeds[at[i]] if i in at else None)
             flush_l2()
             t.sleep(head)
-            self._begin()
             t.record(starts[i], stream)
-            out = self.call()
+            out = self._call(i in at)
             t.record(ends[i], stream)
             self._end(out, keep=i in at)  # the sampled output's copy is queued after the end event: not timed
         t.sync()
-        times = [t.elapsed(s, e) for s, e in zip(starts, ends)]
+        times = [t.elapsed(starts[i], ends[i]) for i in range(reps) if not self._traced(i in at)]
         samples = lat_samples + [at[i] for i in sorted(at)]  # the order the outputs were kept in
 
         stats = self._stats(times, samples, "")
@@ -263,9 +285,8 @@ class Bench:
         times = []
         for i in range(reps):
             self._fill(self.plan.pool_seeds[at[i]] if i in at else None)
-            self._begin()
             t0 = t.perf_counter()
-            out = self.call()
+            out = self._call(i in at)  # every call is checked here, so traced: its time is kept (not meaningful)
             times.append((t.perf_counter() - t0) * 1000)
             self._end(out, keep=i in at)
         stats = self._stats(times, [at[i] for i in sorted(at)], "CPU mode (TRITON_INTERPRET=1): not meaningful")

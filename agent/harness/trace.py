@@ -243,6 +243,7 @@ class Tracker:
             op = self._ops.setdefault(name, Op(name=name, kind=kind))
             op.calls += 1
             op.in_bytes += sum(sizes)
+            op.out_bytes += sum(t.numel() * t.element_size() for t in _tensors(out, self.torch))
             if any(self._key(t) in self._tainted for t in ins.values()):
                 op.data_bytes += sum(sizes)
                 self._tainted.update(self._key(t) for t in outs)
