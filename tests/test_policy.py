@@ -339,3 +339,22 @@ def test_rejects_other_escape_routes(line):
 ])
 def test_allows_what_honest_kernel_modules_do(line):
     assert rules_of(line) == set(), check(HEADER + textwrap.dedent(line), StageRules(), ABSENT)
+
+
+@pytest.mark.parametrize("line", [
+    "e = torch.cuda.Event(enable_timing=True)", "from torch.cuda import Event", "t = torch.Event",
+    "def f(a, b):\n    return a.elapsed_time(b)",
+    "@triton.jit\ndef g(o):\n    tl.store(o, tl.extra.cuda.globaltimer())",
+    "@triton.jit\ndef g(o):\n    tl.store(o, tl.inline_asm_elementwise('mov.u64 $0, %clock64;', '=l', [], dtype=tl.int64, "
+    "is_pure=False, pack=1))",
+    "S = 'mov.u64 $0, %glob' + 'altimer;'\n@triton.jit\ndef g(o):\n    tl.store(o, tl.inline_asm_elementwise(S, '=l', [], "
+    "dtype=tl.int64, is_pure=False, pack=1))",
+])
+def test_rejects_clocks_a_forward_could_tell_checked_calls_by(line):
+    assert "clock" in rules_of(line + "\n")
+
+
+def test_inline_assembly_without_a_clock_and_a_synchronize_are_fine():
+    asm = ("@triton.jit\ndef g(x):\n    return tl.inline_asm_elementwise('tanh.approx.f32 $0, $1;', '=r,r', [x], "
+           "dtype=tl.float32, is_pure=True, pack=1)\n")
+    assert rules_of(asm) == set() and rules_of("torch.cuda.synchronize()\n") == set()

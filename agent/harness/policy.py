@@ -166,8 +166,8 @@ class _Checker:
         name = node.attr
         if name in d.forbidden_attributes:
             rule = d.forbidden_attributes[name]
-            self.add(node, rule, f"`.{name}` is not allowed" + (": a result computed outside PyTorch's operators "
-                                                                   "escapes the harness's checks" if rule == "host-compute" else ""))
+            self.add(node, rule, f"`.{name}` is not allowed" + (f": {_WHY[rule]}" if rule in ("host-compute", "clock")
+                                                                   else ""))
             return
         if _is_dunder(name):
             if name not in d.dunder_attributes:
@@ -204,6 +204,9 @@ class _Checker:
     def string(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _FORMAT_DUNDER.search(node.value):
             self.add(node, "escape", "a format string that reaches a dunder attribute is not allowed")
+        if isinstance(node.value, str) and _PTX_CLOCK.search(node.value):
+            self.add(node, "clock", f"`{_PTX_CLOCK.search(node.value).group(0)}` is a clock register: "  # type: ignore[union-attr]
+                     + _WHY["clock"])
 
     def assignment(self, target: ast.expr) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -242,6 +245,12 @@ class _Checker:
         path = dotted(node.func, self.aliases)
         if path and path.startswith("torch.backends.") and path.count(".") >= 2:
             self.add(node, "backend-flags", f"`{path}(...)` changes PyTorch's backend flags: not allowed")
+        if path == _INLINE_ASM:
+            asm = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "asm"), None)
+            if not (isinstance(asm, ast.Constant) and isinstance(asm.value, str)):
+                # what the check cannot read it cannot clear: a clock register spelled in pieces
+                self.add(node, "clock", "inline assembly must be a string literal (the check reads it for clock "
+                         "registers)")
 
 
 _WHY = {
@@ -251,7 +260,11 @@ _WHY = {
     "host-compute": "a result computed outside PyTorch's operators escapes the harness's checks",
     "escape": "not allowed in a kernel module",
     "graph": "CUDA graphs replay work the harness cannot check: launch the kernels on every call",
+    "clock": "a kernel module never times itself: a clock could tell the harness's checked calls from the others",
 }
+# PTX's clock registers, read by inline assembly (tl.inline_asm_elementwise): %clock, %clock64, %globaltimer(_lo/_hi)
+_PTX_CLOCK = re.compile(r"%(clock|globaltimer)")
+_INLINE_ASM = "triton.language.inline_asm_elementwise"
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
 
 
