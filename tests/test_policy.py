@@ -339,3 +339,22 @@ def test_rejects_other_escape_routes(line):
 ])
 def test_allows_what_honest_kernel_modules_do(line):
     assert rules_of(line) == set(), check(HEADER + textwrap.dedent(line), StageRules(), ABSENT)
+
+
+@pytest.mark.parametrize("launch", ["self._kernel[(1,)](x, out, x.numel(), BLOCK=1024)",
+                                    "Ops.kernel[(1,)](x, out, x.numel(), BLOCK=1024)"])
+def test_a_kernel_kept_on_a_class_and_launched_through_an_attribute_counts_as_launched(launch):
+    name = launch.split("[")[0].split(".")[-1]
+    code = HEADER.replace("def k(", f"def {name}(").replace("k[(1,)](x, out, x.numel(), BLOCK=1024)", launch)
+    assert "no-kernel" not in {v.rule for v in check(code, StageRules(), ABSENT)}
+    unlaunched = code.replace(launch, "out = x * 2")
+    assert "no-kernel" in {v.rule for v in check(unlaunched, StageRules(), ABSENT)}
+
+
+def test_exception_classes_may_be_caught():
+    assert rules_of("""
+        try:
+            from triton.language.extra import libdevice
+        except (ImportError, ModuleNotFoundError):
+            from triton.language.extra.cuda import libdevice
+    """) == set()

@@ -281,7 +281,11 @@ def _kernels_present(c: _Checker, kernels: list[ast.FunctionDef]) -> None:
               "no @triton.jit kernel: a pure-PyTorch answer is not accepted, write at least one Triton kernel")
         return
     names = {k.name for k in kernels}
+    # A kernel kept on a class (a staticmethod, `self._kernel[grid]`, `Ops.kernel[grid]`) is read as an attribute.
+    # Either reading is only a hint: whether forward launches kernels is checked at run time (rules.every_call).
     used = {n.id for n in ast.walk(c.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names}
+    used |= {n.attr for n in ast.walk(c.tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+             and n.attr in names}
     if not used:
         c.add(kernels[0], "no-kernel", f"kernel{'s' if len(names) > 1 else ''} {', '.join(sorted(names))} never "
               "launched: ModelNew must run its Triton kernels")
