@@ -1,6 +1,6 @@
 """agent.harness.interpret: in CPU mode Triton's interpreter runs honest kernels the GPU compiler runs (a kernel
-that reads a constant from its closure, libdevice functions). Each case runs in a fresh interpreter process:
-TRITON_INTERPRET is read when a kernel is defined."""
+that reads a constant from its closure, a range loop's index used as a tensor, libdevice functions). Each case
+runs in a fresh interpreter process: TRITON_INTERPRET is read when a kernel is defined."""
 
 from __future__ import annotations
 
@@ -38,12 +38,19 @@ def fused(x, o):
     tl.store(o + offs, libdevice.fma(tl.load(x + offs), 2.0, 1.0))
 
 
+@triton.jit
+def rows(x, o, ROWS, BLOCK: tl.constexpr):
+    for row in range(tl.program_id(0), ROWS, tl.num_programs(0)):
+        offs = row.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(o + row, tl.sum(tl.load(x + offs), axis=0))
+
+
 x, o = torch.arange(4.0), torch.empty(4)
 {case}
 print(o.tolist())
 """
-CASES = {"closure": "make(4)[(1,)](x, o)", "libdevice": "fused[(1,)](x, o)"}
-EXPECTED = {"closure": "[0.0, 2.0, 4.0, 6.0]", "libdevice": "[1.0, 3.0, 5.0, 7.0]"}
+CASES = {"closure": "make(4)[(1,)](x, o)", "libdevice": "fused[(1,)](x, o)", "range index": "rows[(3,)](x, o, 4, BLOCK=1)"}
+EXPECTED = {"closure": "[0.0, 2.0, 4.0, 6.0]", "libdevice": "[1.0, 3.0, 5.0, 7.0]", "range index": "[0.0, 1.0, 2.0, 3.0]"}
 
 
 def run(case: str, installed: bool, tmp_path: Path) -> subprocess.CompletedProcess:

@@ -6,6 +6,9 @@ TRITON_INTERPRET=1. Each fix gives a kernel no reach it lacks on the GPU: the sa
 - Closures: the compiler resolves a jit function's names in its globals and its closure (JITFunction's capture
   scope); the interpreter re-executes the function's source in its globals alone, so a kernel built in a factory
   that reads a captured constant (`BLOCK = tl.constexpr(block)`) fails with a NameError.
+- Range loops: the compiler's loop index of `range`/`tl.range` is a tensor (`row.to(tl.int64)` works on it); the
+  interpreter leaves it a Python int. The rewritten loop makes it a tensor first, as the interpreter does for every
+  assignment (`tl.static_range` keeps its Python int: the compiler unrolls that loop with a constant).
 - libdevice: `triton.language.extra.libdevice` is a table of stubs the compiler maps to the backend's library; the
   interpreter calls the stubs, which return None. Those with a triton.language.math twin of the same meaning run as
   that twin (looked up at call time: the interpreter patches triton.language.math while a kernel runs).
@@ -25,6 +28,7 @@ _LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.
 
 def install() -> None:
     _closures()
+    _range_loops()
     _libdevice()
 
 
@@ -47,6 +51,29 @@ def _closures() -> None:
         return local[fn.__name__]
 
     rewriter._compile_and_exec = compile_and_exec
+
+
+def _range_loops() -> None:
+    import ast
+
+    from triton.runtime import interpreter
+
+    def visit_for(self: Any, node: ast.For) -> Any:
+        node = self.generic_visit(node)
+        call = node.iter
+        ranged = isinstance(call, ast.Call) and (
+            (isinstance(call.func, ast.Name) and call.func.id == "range")
+            or (isinstance(call.func, ast.Attribute) and call.func.attr == "range"))
+        if ranged and isinstance(node.target, ast.Name):
+            to_tensor = ast.Attribute(value=ast.Name(id="interpreter_semantic", ctx=ast.Load()), attr="to_tensor",
+                                      ctx=ast.Load())
+            index = ast.Assign(targets=[ast.Name(id=node.target.id, ctx=ast.Store())],
+                               value=ast.Call(func=to_tensor, args=[ast.Name(id=node.target.id, ctx=ast.Load()),
+                                                                    ast.Constant(value=False)], keywords=[]))
+            node.body.insert(0, ast.copy_location(index, node))
+        return node
+
+    interpreter.ASTTransformer.visit_For = visit_for
 
 
 def _twin(name: str) -> Any:
