@@ -100,3 +100,16 @@ def test_nul_position_is_line_and_column():
 
     assert nul_position("a = 1\nb = \x002\n") == (2, 5)
     assert nul_position("fine") is None
+
+
+def test_a_block_choosing_its_imports_with_try_or_if_is_joined():
+    guarded = ("try:\n    from triton.language.extra import libdevice\nexcept ImportError:\n"
+               "    from triton.language.extra.cuda import libdevice\n\n" + KERNEL)
+    assert extract_code(fenced(guarded) + fenced(USES_KERNEL)) == guarded + "\n\n" + USES_KERNEL
+    chosen = "if True:\n    BLOCK = 256\nelse:\n    BLOCK = 128\n" + KERNEL
+    assert extract_code(fenced(chosen) + fenced(USES_KERNEL)) == chosen + "\n\n" + USES_KERNEL
+
+
+def test_a_try_or_if_that_runs_code_is_still_a_usage_snippet():
+    for snippet in ("try:\n    k = 1\n    k(1)\nexcept ImportError:\n    pass\n", "if True:\n    k = 1\nelse:\n    k(1)\n"):
+        assert extract_code(fenced(snippet) + fenced(USES_KERNEL)) == USES_KERNEL

@@ -29,9 +29,9 @@ STAGE = get_stage("memory-fusion")
 REPO = Path(__file__).resolve().parent.parent
 
 
-def request(source: str, **kw) -> EvalRequest:
+def request(source: str, problem: str = "gap44", stage: str = "memory-fusion", **kw) -> EvalRequest:
     kw.setdefault("time_it", False)
-    return EvalRequest(source=source, problem=load_problem("gap44"), stage=STAGE, device="cpu", **kw)
+    return EvalRequest(source=source, problem=load_problem(problem), stage=get_stage(stage), device="cpu", **kw)
 
 
 def answer(case: dict) -> str:
@@ -42,7 +42,8 @@ def answer(case: dict) -> str:
 
 @pytest.fixture(scope="session")
 def suite() -> dict[str, EvalResult]:
-    reqs = [request(answer(case), timeout_s=case.get("timeout_s", 120), time_it=name == "several_blocks" or case.get("time", False))
+    reqs = [request(answer(case), problem=case.get("problem", "gap44"), stage=case.get("stage", "memory-fusion"),
+                    timeout_s=case.get("timeout_s", 120), time_it=name == "several_blocks" or case.get("time", False))
             for name, case in MANIFEST.items()]
     return dict(zip(MANIFEST, evaluate_many(reqs)))
 

@@ -1,6 +1,6 @@
 """agent.harness.interpret: in CPU mode Triton's interpreter runs honest kernels the GPU compiler runs (a kernel
-that reads a constant from its closure, libdevice functions). Each case runs in a fresh interpreter process:
-TRITON_INTERPRET is read when a kernel is defined."""
+that reads a constant from its closure, a range loop's index used as a tensor, libdevice functions). Each case
+runs in a fresh interpreter process: TRITON_INTERPRET is read when a kernel is defined."""
 
 from __future__ import annotations
 
@@ -8,8 +8,11 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parent.parent
 
 PROGRAM = """
 import torch
@@ -35,29 +38,38 @@ def fused(x, o):
     tl.store(o + offs, libdevice.fma(tl.load(x + offs), 2.0, 1.0))
 
 
+@triton.jit
+def rows(x, o, ROWS, BLOCK: tl.constexpr):
+    for row in range(tl.program_id(0), ROWS, tl.num_programs(0)):
+        offs = row.to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(o + row, tl.sum(tl.load(x + offs), axis=0))
+
+
 x, o = torch.arange(4.0), torch.empty(4)
 {case}
 print(o.tolist())
 """
-CASES = {"closure": "make(4)[(1,)](x, o)", "libdevice": "fused[(1,)](x, o)"}
-EXPECTED = {"closure": "[0.0, 2.0, 4.0, 6.0]", "libdevice": "[1.0, 3.0, 5.0, 7.0]"}
+CASES = {"closure": "make(4)[(1,)](x, o)", "libdevice": "fused[(1,)](x, o)", "range index": "rows[(3,)](x, o, 4, BLOCK=1)"}
+EXPECTED = {"closure": "[0.0, 2.0, 4.0, 6.0]", "libdevice": "[1.0, 3.0, 5.0, 7.0]", "range index": "[0.0, 1.0, 2.0, 3.0]"}
 
 
-def run(case: str, installed: bool) -> subprocess.CompletedProcess:
+def run(case: str, installed: bool, tmp_path: Path) -> subprocess.CompletedProcess:
+    """The program from a file, as a candidate is loaded (the interpreter rewrites only kernels it has source for)."""
     install = "from agent.harness import interpret\ninterpret.install()" if installed else ""
-    code = textwrap.dedent(PROGRAM).format(install=install, case=CASES[case])
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "TRITON_INTERPRET": "1"})
+    program = tmp_path / "candidate.py"
+    program.write_text(textwrap.dedent(PROGRAM).format(install=install, case=CASES[case]))
+    return subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120, cwd=REPO,
+                          env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)})
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_the_interpreter_runs_what_the_compiler_runs_once_installed(case):
-    done = run(case, installed=True)
+def test_the_interpreter_runs_what_the_compiler_runs_once_installed(case, tmp_path):
+    done = run(case, installed=True, tmp_path=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == EXPECTED[case]
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_without_it_the_interpreter_fails_on_the_same_kernel(case):
+def test_without_it_the_interpreter_fails_on_the_same_kernel(case, tmp_path):
     """The fix is needed: Triton's own interpreter rejects these (if a Triton release fixes one, drop its fix)."""
-    assert run(case, installed=False).returncode != 0
+    assert run(case, installed=False, tmp_path=tmp_path).returncode != 0

@@ -358,3 +358,66 @@ def test_inline_assembly_without_a_clock_and_a_synchronize_are_fine():
     asm = ("@triton.jit\ndef g(x):\n    return tl.inline_asm_elementwise('tanh.approx.f32 $0, $1;', '=r,r', [x], "
            "dtype=tl.float32, is_pure=True, pack=1)\n")
     assert rules_of(asm) == set() and rules_of("torch.cuda.synchronize()\n") == set()
+
+@pytest.mark.parametrize("launch", ["self._kernel[(1,)](x, out, x.numel(), BLOCK=1024)",
+                                    "Ops.kernel[(1,)](x, out, x.numel(), BLOCK=1024)"])
+def test_a_kernel_kept_on_a_class_and_launched_through_an_attribute_counts_as_launched(launch):
+    name = launch.split("[")[0].split(".")[-1]
+    code = HEADER.replace("def k(", f"def {name}(").replace("k[(1,)](x, out, x.numel(), BLOCK=1024)", launch)
+    assert "no-kernel" not in {v.rule for v in check(code, StageRules(), ABSENT)}
+    unlaunched = code.replace(launch, "out = x * 2")
+    assert "no-kernel" in {v.rule for v in check(unlaunched, StageRules(), ABSENT)}
+
+
+def test_exception_classes_may_be_caught():
+    assert rules_of("""
+        try:
+            from triton.language.extra import libdevice
+        except (ImportError, ModuleNotFoundError):
+            from triton.language.extra.cuda import libdevice
+    """) == set()
+
+
+def test_an_export_list_is_fine_and_other_module_dunders_are_not():
+    assert rules_of('__all__ = ["ModelNew"]\n') == set()
+    assert "escape" in rules_of("x = __builtins__\n")
+    assert "escape" in rules_of("x = __loader__\n")
+
+
+MAIN_GUARD = '''
+if __name__ == "__main__":
+    import time
+    t0 = time.perf_counter()
+    print(triton.testing.do_bench(lambda: None), open("log.txt").read(), time.perf_counter() - t0)
+'''
+
+
+def test_a_main_guarded_self_test_is_not_checked_because_it_never_runs():
+    assert rules_of(MAIN_GUARD) == set()
+    assert rules_of(MAIN_GUARD.replace('__name__ == "__main__"', '"__main__" == __name__')) == set()
+
+
+@pytest.mark.parametrize("rebind", ["__name__ = '__main__'\n", "y = (__name__ := '__main__')\n",
+                                    "from math import pi as __name__\n",
+                                    "def f():\n    global __name__\n    __name__ = 1\n",
+                                    "match 1:\n    case __name__:\n        pass\n"])
+def test_a_main_guard_is_checked_where_the_code_could_rebind_its_name(rebind):
+    assert {"import", "file"} <= rules_of(rebind + MAIN_GUARD)
+
+
+def test_only_the_exact_main_guard_at_module_level_is_skipped_and_its_else_is_checked():
+    assert {"import", "file"} <= rules_of(MAIN_GUARD.replace('"__main__"', '"__main__" or True'))
+    assert {"import", "file"} <= rules_of("def g():\n" + textwrap.indent(MAIN_GUARD, "    "))
+    assert "import" in rules_of(MAIN_GUARD + "else:\n    import os\n")
+
+
+def test_version_checks_and_backend_queries_are_fine_but_setting_a_backend_is_not():
+    assert rules_of("V = tuple(int(p) for p in triton.__version__.split('.')[:2])\n") == set()
+    assert rules_of("A = torch.backends.cudnn.is_available() and torch.backends.cudnn.version()\n") == set()
+    assert "backend-flags" in rules_of("torch.backends.cudnn.set_flags(True)\n")
+    assert "escape" in rules_of("S = triton.__version__.__class__.__subclasses__()\n")
+
+
+def test_time_may_be_read_but_not_patched():
+    assert rules_of("import time\nT0 = time.perf_counter()\n") == set()
+    assert "monkeypatch" in rules_of("import time\ntime.perf_counter = lambda: 0.0\n")

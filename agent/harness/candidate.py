@@ -97,7 +97,10 @@ class _Session:
         self.job, self.result = job, result
         self.passes = AutotunePasses()
         if job.device == "cpu":
+            from agent.harness import interpret
+
             self.passes.install()
+            interpret.install()
         self.trusted = Trusted(job.device)
         self.tracker = Tracker(self.trusted)
         self.tracker.install()
@@ -241,7 +244,10 @@ def profile(job: WorkerJob, gpu: Gpu) -> int:
 
         gpu.take("exclusive")
         if job.device == "cpu":
+            from agent.harness import interpret
+
             AutotunePasses().install()
+            interpret.install()
         modules = problem_modules(job)
         state = weights(modules[0], job.seed, job.device)
         phase = "import"

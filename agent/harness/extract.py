@@ -100,13 +100,27 @@ def _with_helpers(code: str, earlier: list[str]) -> str:
             other = ast.parse(body)
         except (SyntaxError, ValueError):
             continue
-        if not all(isinstance(n, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign))
-                   or _docstring(n) for n in other.body):
+        if not all(_definition(n) for n in other.body):
             continue  # a usage snippet (calls, loops): running it at import would be wrong
         if _bound_names(other) & missing:
             needed.insert(0, body)
             missing -= _bound_names(other)
     return "\n\n".join([*needed, code]) if needed else code
+
+
+_DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign, ast.Pass)
+
+
+def _definition(n: ast.stmt) -> bool:
+    """A statement that only binds names: a definition, or a try/if choosing between definitions (a version-dependent
+    import: `try: from triton.language.extra import libdevice` / `except ImportError: ...`)."""
+    if isinstance(n, _DEFINITIONS) or _docstring(n):
+        return True
+    if isinstance(n, ast.Try):
+        return all(_definition(s) for s in [*n.body, *n.orelse, *n.finalbody, *(s for h in n.handlers for s in h.body)])
+    if isinstance(n, ast.If):
+        return all(_definition(s) for s in [*n.body, *n.orelse])
+    return False
 
 
 def _docstring(n: ast.stmt) -> bool:
@@ -115,7 +129,7 @@ def _docstring(n: ast.stmt) -> bool:
 
 def _bound_names(tree: ast.Module) -> set[str]:
     names: set[str] = set()
-    for n in tree.body:
+    for n in _top_level(tree.body):
         if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
             names.add(n.name)
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
@@ -124,6 +138,19 @@ def _bound_names(tree: ast.Module) -> set[str]:
             for t in n.targets if isinstance(n, ast.Assign) else [n.target]:
                 names.update(x.id for x in ast.walk(t) if isinstance(x, ast.Name))
     return names
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The module's statements with those inside top-level try/if blocks (a guarded import binds at module level)."""
+    out: list[ast.stmt] = []
+    for n in body:
+        if isinstance(n, ast.Try):
+            out += _top_level([*n.body, *n.orelse, *n.finalbody, *(s for h in n.handlers for s in h.body)])
+        elif isinstance(n, ast.If):
+            out += _top_level([*n.body, *n.orelse])
+        else:
+            out.append(n)
+    return out
 
 
 def _free_names(tree: ast.Module) -> set[str]:

@@ -147,6 +147,8 @@ class _Checker:
                 self.add(node, "escape", f"`{'.'.join(parts[: i + 1])}` is not allowed")
                 return False
         if parts[0] == "triton" and not path.startswith(_TL + ".") and path != _TL:
+            if path.startswith("triton.__version__."):
+                return True  # a str's own methods (a version check); its dunders were refused above
             if not any(path == api or api.startswith(path + ".") for api in d.triton_api):
                 self.add(node, "escape", f"`{path}` is not part of the triton API a kernel module may use "
                          "(triton.jit/autotune/heuristics/Config/cdiv/next_power_of_2 and triton.language)")
@@ -243,7 +245,8 @@ class _Checker:
 
     def call(self, node: ast.Call) -> None:
         path = dotted(node.func, self.aliases)
-        if path and path.startswith("torch.backends.") and path.count(".") >= 2:
+        if path and path.startswith("torch.backends.") and path.count(".") >= 2 and \
+                path.rsplit(".", 1)[1] not in _BACKEND_QUERIES:
             self.add(node, "backend-flags", f"`{path}(...)` changes PyTorch's backend flags: not allowed")
         if path == _INLINE_ASM:
             asm = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "asm"), None)
@@ -266,6 +269,42 @@ _WHY = {
 _PTX_CLOCK = re.compile(r"%(clock|globaltimer)")
 _INLINE_ASM = "triton.language.inline_asm_elementwise"
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
+# torch.backends calls that only read (whether a backend is there, its version): the flags are compared at run time
+_BACKEND_QUERIES = {"is_available", "version", "is_built"}
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
+            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
+
+
+def _binds_module_name(tree: ast.Module) -> bool:
+    """Whether the code could make `__name__` anything but the module's name: any occurrence other than a read
+    (an assignment, a walrus, an import alias, a def, a pattern capture, `global __name__`, an argument)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            if n.id == "__name__" and not isinstance(n.ctx, ast.Load):
+                return True
+        elif not isinstance(n, (ast.Attribute, ast.Constant)):
+            for _, value in ast.iter_fields(n):
+                if value == "__name__" or (isinstance(value, list) and "__name__" in value):
+                    return True
+    return False
+
+
+def _skip_main_guards(tree: ast.Module) -> bool:
+    """Empty the bodies of top-level `if __name__ == "__main__":` blocks (an answer's self-test or benchmark, which
+    may time with what a kernel module may not use): the harness imports the candidate under another name, so they
+    never run, provided nothing in the code rebinds `__name__`. Their `else` branches run and stay checked."""
+    guards = [n for n in tree.body if isinstance(n, ast.If) and _is_main_test(n.test)]
+    if not guards or _binds_module_name(tree):
+        return False
+    for g in guards:
+        g.body = [ast.copy_location(ast.Pass(), g)]
+    return True
 
 
 # ---------------------------------------------------------------- kernels
@@ -294,7 +333,11 @@ def _kernels_present(c: _Checker, kernels: list[ast.FunctionDef]) -> None:
               "no @triton.jit kernel: a pure-PyTorch answer is not accepted, write at least one Triton kernel")
         return
     names = {k.name for k in kernels}
+    # A kernel kept on a class (a staticmethod, `self._kernel[grid]`, `Ops.kernel[grid]`) is read as an attribute.
+    # Either reading is only a hint: whether forward launches kernels is checked at run time (rules.every_call).
     used = {n.id for n in ast.walk(c.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names}
+    used |= {n.attr for n in ast.walk(c.tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+             and n.attr in names}
     if not used:
         c.add(kernels[0], "no-kernel", f"kernel{'s' if len(names) > 1 else ''} {', '.join(sorted(names))} never "
               "launched: ModelNew must run its Triton kernels")
@@ -349,6 +392,8 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
         return [Violation(line=1, rule="size", message=f"the code is over {MAX_CODE_BYTES // 1024} KB: not a kernel module")]
     tree = ast.parse(code)
+    if _skip_main_guards(tree):
+        code = ast.unparse(tree)  # for the builtins' scope analysis (the tree keeps the original line numbers)
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):
             child._parent = parent  # type: ignore[attr-defined]

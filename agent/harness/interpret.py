@@ -1,0 +1,100 @@
+"""CPU mode: Triton's interpreter runs what the GPU compiler would, where the two differ on honest code.
+
+Installed in the worker before the candidate is imported (trusted code, like candidate.AutotunePasses), only under
+TRITON_INTERPRET=1. Each fix gives a kernel no reach it lacks on the GPU: the same scope, the same functions.
+
+- Closures: the compiler resolves a jit function's names in its globals and its closure (JITFunction's capture
+  scope); the interpreter re-executes the function's source in its globals alone, so a kernel built in a factory
+  that reads a captured constant (`BLOCK = tl.constexpr(block)`) fails with a NameError.
+- Range loops: the compiler's loop index of `range`/`tl.range` is a tensor (`row.to(tl.int64)` works on it); the
+  interpreter leaves it a Python int. The rewritten loop makes it a tensor first, as the interpreter does for every
+  assignment (`tl.static_range` keeps its Python int: the compiler unrolls that loop with a constant).
+- libdevice: `triton.language.extra.libdevice` is a table of stubs the compiler maps to the backend's library; the
+  interpreter calls the stubs, which return None. Those with a triton.language.math twin of the same meaning run as
+  that twin (looked up at call time: the interpreter patches triton.language.math while a kernel runs).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# libdevice names whose triton.language.math function computes the same thing (CUDA's libdevice and HIP's ocml)
+_LIBDEVICE_TWINS = ("abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",
+                    "rsqrt", "sin", "sqrt", "sqrt_rn", "umulhi")
+_LIBDEVICE_MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice",
+                      "triton.language.extra.hip.libdevice")
+
+
+def install() -> None:
+    _closures()
+    _range_loops()
+    _libdevice()
+
+
+def _closures() -> None:
+    from triton.runtime import interpreter
+
+    rewriter = interpreter.FunctionRewriter
+    original = rewriter._compile_and_exec
+
+    def compile_and_exec(self: Any, transformed_ast: Any) -> Any:
+        fn = self.fn
+        if fn.__closure__ is None:
+            return original(self, transformed_ast)
+        code = compile(transformed_ast, filename=self.filename, mode="exec")
+        local: dict[str, Any] = {**self.kwargs}
+        for key, value in vars(interpreter).items():  # what the original adds to the function's globals
+            fn.__globals__.setdefault(key, value)
+        nonlocals = {name: cell.cell_contents for name, cell in zip(fn.__code__.co_freevars, fn.__closure__)}
+        exec(code, fn.__globals__ | nonlocals, local)  # JITFunction.get_capture_scope's scope
+        return local[fn.__name__]
+
+    rewriter._compile_and_exec = compile_and_exec
+
+
+def _range_loops() -> None:
+    import ast
+
+    from triton.runtime import interpreter
+
+    def visit_for(self: Any, node: ast.For) -> Any:
+        node = self.generic_visit(node)
+        call = node.iter
+        ranged = isinstance(call, ast.Call) and (
+            (isinstance(call.func, ast.Name) and call.func.id == "range")
+            or (isinstance(call.func, ast.Attribute) and call.func.attr == "range"))
+        if ranged and isinstance(node.target, ast.Name):
+            to_tensor = ast.Attribute(value=ast.Name(id="interpreter_semantic", ctx=ast.Load()), attr="to_tensor",
+                                      ctx=ast.Load())
+            index = ast.Assign(targets=[ast.Name(id=node.target.id, ctx=ast.Store())],
+                               value=ast.Call(func=to_tensor, args=[ast.Name(id=node.target.id, ctx=ast.Load()),
+                                                                    ast.Constant(value=False)], keywords=[]))
+            node.body.insert(0, ast.copy_location(index, node))
+        return node
+
+    interpreter.ASTTransformer.visit_For = visit_for
+
+
+def _twin(name: str) -> Any:
+    import triton.language as tl
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("_semantic", None)
+        return getattr(tl.math, name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+def _libdevice() -> None:
+    import triton.language as tl
+
+    for module_name in _LIBDEVICE_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for name in _LIBDEVICE_TWINS:
+            if hasattr(module, name) and hasattr(tl.math, name):
+                setattr(module, name, _twin(name))
