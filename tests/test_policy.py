@@ -402,12 +402,12 @@ def test_a_main_guarded_self_test_is_not_checked_because_it_never_runs():
                                     "def f():\n    global __name__\n    __name__ = 1\n",
                                     "match 1:\n    case __name__:\n        pass\n"])
 def test_a_main_guard_is_checked_where_the_code_could_rebind_its_name(rebind):
-    assert {"import", "file"} <= rules_of(rebind + MAIN_GUARD)
+    assert {"clock", "file"} <= rules_of(rebind + MAIN_GUARD)  # the body is checked: its clock and its file
 
 
 def test_only_the_exact_main_guard_at_module_level_is_skipped_and_its_else_is_checked():
-    assert {"import", "file"} <= rules_of(MAIN_GUARD.replace('"__main__"', '"__main__" or True'))
-    assert {"import", "file"} <= rules_of("def g():\n" + textwrap.indent(MAIN_GUARD, "    "))
+    assert {"clock", "file"} <= rules_of(MAIN_GUARD.replace('"__main__"', '"__main__" or True'))
+    assert {"clock", "file"} <= rules_of("def g():\n" + textwrap.indent(MAIN_GUARD, "    "))
     assert "import" in rules_of(MAIN_GUARD + "else:\n    import os\n")
 
 
@@ -418,6 +418,8 @@ def test_version_checks_and_backend_queries_are_fine_but_setting_a_backend_is_no
     assert "escape" in rules_of("S = triton.__version__.__class__.__subclasses__()\n")
 
 
-def test_time_may_be_read_but_not_patched():
-    assert rules_of("import time\nT0 = time.perf_counter()\n") == set()
+def test_time_may_be_imported_but_its_clocks_not_read_or_patched():
+    assert rules_of("import time\n") == set()  # for a main-guarded self-test
+    assert "clock" in rules_of("import time\nT0 = time.perf_counter()\n")
+    assert "clock" in rules_of("from time import monotonic_ns\n")
     assert "monkeypatch" in rules_of("import time\ntime.perf_counter = lambda: 0.0\n")
