@@ -87,7 +87,18 @@ def test_a_beam_run_killed_mid_round_resumes_from_the_same_parents_and_memory_an
                 return bool(runs) and any(c.iteration == 2 for c in s.candidates(runs[0].id))
 
         wait_for(second_round_half_landed, 240, proc)
-        below = descendants(proc.pid)  # the hanging kernel's sandbox among them
+        # the hanging kernel's sandbox: below the agent and still there seconds later (a reference worker or a
+        # sandbox starting up comes and goes; the prose lands before the hang's sandbox exists)
+        seen: dict[int, float] = {}
+
+        def hanging() -> bool:
+            now, below_now = time.monotonic(), descendants(proc.pid)
+            for p in below_now:
+                seen.setdefault(p, now)
+            return any(now - seen[p] >= 3.0 for p in below_now)
+
+        wait_for(hanging, 240, proc)
+        below = descendants(proc.pid)
         assert below
         stop(proc, signal.SIGKILL)
         # no handler runs on SIGKILL: the sandboxes die with the agent (their parent-death signal), not at their
@@ -95,7 +106,12 @@ def test_a_beam_run_killed_mid_round_resumes_from_the_same_parents_and_memory_an
         deadline = time.monotonic() + 15
         while (alive := [p for p in below if _running(p)]) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not alive, f"sandboxed processes outlived the killed agent: {alive}"
+        def _cmd(p):
+            try:
+                return open(f"/proc/{p}/cmdline").read().replace("\0", " ")[:300] + " ppid=" + open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1]
+            except OSError:
+                return "?"
+        assert not alive, f"sandboxed processes outlived the killed agent: {[(p, _cmd(p)) for p in alive]} below={[(p, _cmd(p)) for p in below]}"
         with Store(tmp_path) as s:
             [record] = s.list_runs()
             run = record.id

@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import signal
 import socket
 import struct
 import sys
@@ -43,6 +44,7 @@ MOUNT_ATTR_RDONLY = 0x1
 SYS_MOUNT_SETATTR = 442  # x86_64 and aarch64 share it
 PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_SET_SECUREBITS, PR_CAP_AMBIENT = 38, 24, 28, 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
+PR_SET_PDEATHSIG = 1
 SECBIT_NOROOT, SECBIT_NOROOT_LOCKED = 1 << 0, 1 << 1
 SECBIT_NO_SETUID_FIXUP, SECBIT_NO_SETUID_FIXUP_LOCKED = 1 << 2, 1 << 3
 SECBIT_KEEP_CAPS_LOCKED, SECBIT_NO_CAP_AMBIENT_RAISE, SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED = 1 << 5, 1 << 6, 1 << 7
@@ -190,8 +192,20 @@ def drop_privileges(uid: int | None, gid: int | None) -> None:
     _check(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "set no_new_privs")
 
 
+def die_with_parent(parent: int) -> None:
+    """Re-arm the parent-death SIGKILL that unshare's --kill-child (or the agent's preexec) set: the kernel clears it
+    when the credentials change, so after setresuid a SIGKILLed agent left this process, PID 1 of the namespace, and
+    the candidate under it running (found by test_cli_search's kill test). `parent`: getppid() before anything (0
+    inside a new PID namespace, whose parent is outside it: there the check cannot see a parent that died between the
+    uid change and this call, a window of microseconds)."""
+    _check(_libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0), "set the parent-death signal")
+    if os.getppid() != parent:
+        raise Refused("the agent ended before the sandbox was built")
+
+
 def build(spec: dict) -> None:
     """Everything before exec, as the spec says (see sandbox.contain_spec for its fields)."""
+    parent = os.getppid()
     if spec.get("namespaces"):
         stages = spec["stages"]
         read_only_everywhere(spec.get("exempt", []))
@@ -207,6 +221,7 @@ def build(spec: dict) -> None:
         drop_privileges(spec.get("uid"), spec.get("gid"))
     else:
         _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "set no_new_privs")
+    die_with_parent(parent)
 
 
 def init(argv: list[str]) -> int:
