@@ -354,6 +354,13 @@ def test_rejects_clocks_a_forward_could_tell_checked_calls_by(line):
     assert "clock" in rules_of(line + "\n")
 
 
+@pytest.mark.parametrize("line", ["f = tl.inline_asm_elementwise", "f = getattr(tl, 'inline_asm_elementwise')",
+                                  "@triton.jit\ndef g(x):\n    return tl.core.inline_asm_elementwise(A, '=r,r', [x], "
+                                  "dtype=tl.float32, is_pure=True, pack=1)"])
+def test_inline_assembly_reached_any_other_way_than_a_direct_literal_call_is_refused(line):
+    assert "clock" in rules_of(line + "\n")
+
+
 def test_inline_assembly_without_a_clock_and_a_synchronize_are_fine():
     asm = ("@triton.jit\ndef g(x):\n    return tl.inline_asm_elementwise('tanh.approx.f32 $0, $1;', '=r,r', [x], "
            "dtype=tl.float32, is_pure=True, pack=1)\n")

@@ -171,6 +171,8 @@ class _Checker:
             self.add(node, rule, f"`.{name}` is not allowed" + (f": {_WHY[rule]}" if rule in ("host-compute", "clock")
                                                                    else ""))
             return
+        if name == _INLINE_ASM:
+            self.inline_asm(node)
         if _is_dunder(name):
             if name not in d.dunder_attributes:
                 self.add(node, "escape", f"attribute `{name}` is not allowed")
@@ -189,6 +191,17 @@ class _Checker:
         elif name in _reach().denied_names and not own:
             self.add(node, "import", f"`.{name}` names a module a kernel module may not use")
 
+    def inline_asm(self, node: ast.Attribute) -> None:
+        """Inline assembly only as a direct call with a literal string: what the check cannot read (a string built in
+        pieces, the function passed around or reached by getattr) it cannot clear of a clock register."""
+        call = getattr(node, "_parent", None)
+        asm = None
+        if isinstance(call, ast.Call) and call.func is node:
+            asm = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "asm"), None)
+        if not (isinstance(asm, ast.Constant) and isinstance(asm.value, str)):
+            self.add(node, "clock", "inline assembly must be called directly with a string literal (the check reads "
+                     "it for clock registers)")
+
     def getattr_call(self, node: ast.Call) -> None:
         fn = node.func
         if not (isinstance(fn, ast.Name) and fn.id in {"getattr", "hasattr"}) or len(node.args) < 2:
@@ -206,9 +219,8 @@ class _Checker:
     def string(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _FORMAT_DUNDER.search(node.value):
             self.add(node, "escape", "a format string that reaches a dunder attribute is not allowed")
-        if isinstance(node.value, str) and _PTX_CLOCK.search(node.value):
-            self.add(node, "clock", f"`{_PTX_CLOCK.search(node.value).group(0)}` is a clock register: "  # type: ignore[union-attr]
-                     + _WHY["clock"])
+        if isinstance(node.value, str) and (register := _PTX_CLOCK.search(node.value)):
+            self.add(node, "clock", f"`{register.group(0)}` is a clock register: {_WHY['clock']}")
 
     def assignment(self, target: ast.expr) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -248,12 +260,6 @@ class _Checker:
         if path and path.startswith("torch.backends.") and path.count(".") >= 2 and \
                 path.rsplit(".", 1)[1] not in _BACKEND_QUERIES:
             self.add(node, "backend-flags", f"`{path}(...)` changes PyTorch's backend flags: not allowed")
-        if path == _INLINE_ASM:
-            asm = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "asm"), None)
-            if not (isinstance(asm, ast.Constant) and isinstance(asm.value, str)):
-                # what the check cannot read it cannot clear: a clock register spelled in pieces
-                self.add(node, "clock", "inline assembly must be a string literal (the check reads it for clock "
-                         "registers)")
 
 
 _WHY = {
@@ -267,7 +273,7 @@ _WHY = {
 }
 # PTX's clock registers, read by inline assembly (tl.inline_asm_elementwise): %clock, %clock64, %globaltimer(_lo/_hi)
 _PTX_CLOCK = re.compile(r"%(clock|globaltimer)")
-_INLINE_ASM = "triton.language.inline_asm_elementwise"
+_INLINE_ASM = "inline_asm_elementwise"
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
 # torch.backends calls that only read (whether a backend is there, its version): the flags are compared at run time
 _BACKEND_QUERIES = {"is_available", "version", "is_built"}
