@@ -104,7 +104,9 @@ plans = {
        ("s1_acc2d_split64", V(stages=1, split=64), A2), ("s1_acc2d_split4", V(stages=1, split=4), A2),
        ("s1_c32_acc2d", V(stages=1), A2 + [("BLOCK_C = min(max(triton.next_power_of_2(C), 16), 64)", "BLOCK_C = 32")]),
        ("s1_acc2d_w2_p64", V(stages=1, block=64, warps=2), A2)],
- # not yet run on a GPU (fourth session): flat addressing, against s1_split64 (3.87 ms on the H200) in the same process
+ # fourth session, H200: flat 3.20 ms vs 3.89 (s1_split64) in the same process; every other flat variant slower,
+ # flat with plain TF32 2.15 ms (1.0e-3 wrong). The flat path is in the template since: plans first/a/b/c edit the
+ # template as it was at commit c9151e3 (`git show c9151e3:agent/data/kernels/conv2d_gap_fused.py.j2`)
  "c": [("s1_split64", V(stages=1, split=64), []), ("flat_s1_split64", V(stages=1, split=64), FLAT),
        ("flat_s1_split16", V(stages=1, split=16), FLAT), ("flat_s2_split64", V(stages=2, split=64), FLAT),
        ("flat_s1_w8", V(stages=1, warps=8, split=64), FLAT), ("flat_s1_p256w8", V(stages=1, block=256, warps=8, split=64), FLAT),

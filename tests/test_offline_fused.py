@@ -120,7 +120,7 @@ def test_after_an_affine_epilogue_the_bias_is_added_once_per_row():
 @pytest.mark.timeout(1200)
 def test_the_harness_judges_the_fused_conv_correct_within_the_memory_fusion_rules(tmp_path):
     """At every CPU size of each problem (odd sizes' masks included), strided, padded, dilated, 'same', without a
-    bias, a non-square kernel; with memory-fusion's run-time rules (the only writes: partial sums and the output)."""
+    bias, a non-square kernel, the flat addressing of stride 1 without padding; with memory-fusion's run-time rules (the only writes: partial sums and the output)."""
     from agent.harness import EvalRequest, evaluate_many
     from agent.stages import get_stage
 
@@ -129,6 +129,8 @@ def test_the_harness_judges_the_fused_conv_correct_within_the_memory_fusion_rule
         load_problem(conv_problem(tmp_path, "strided", "Conv2d(3, 5, (3, 2), stride=(2, 3), padding=(1, 2), "
                                   "dilation=(2, 1), bias=False)")),
         load_problem(conv_problem(tmp_path, "same", "Conv2d(3, 70, 4, padding='same')", post="y * 2.0 - 1.0")),
+        # stride 1 and no padding take the flat addressing (positions over the input's width), dilated here
+        load_problem(conv_problem(tmp_path, "dilated", "Conv2d(3, 6, (2, 3), dilation=(3, 2))", size="3, 3, 17, 23")),
     ]
     reqs = [EvalRequest(source=render(recognise(p), v, H100), problem=p, stage=get_stage("memory-fusion"),
                         device="cpu", time_it=False)
