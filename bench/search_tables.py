@@ -40,6 +40,8 @@ def record(root: str, run_id: str, search: str, wall_s: float) -> dict:
         "samples": run.config.samples, "max_candidates": run.config.max_candidates, "status": run.status,
         "iterations": run.iterations, "judged": len(proposals),
         "correct": sum(r.verdict == "correct" for r in proposals), "reached_at": reached, "wall_s": round(wall_s, 1),
+        # why the others failed: a search that wastes its budget on refused answers shows it here
+        "refused": {r.candidate: f"{r.verdict}: {(r.message or '')[:200]}" for r in proposals if r.verdict != "correct"},
         "stages": sorted({r.stage for r in proposals}), "reasons": calls[-1:],
         "best": None if best is None else {
             "candidate": best.candidate, "parent": best.parent, "stage": best.stage, "iteration": best.iteration,
