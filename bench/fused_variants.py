@@ -3,7 +3,7 @@
 and code variants, each checked against the fp64 truth (err: max abs error / max abs truth; the harness's fp32
 tolerance is 1e-4), with the kernel's registers and spills; eager and torch.compile for scale. Used to choose the
 family's anchor (agent/offline/planner.py). Results: bench/results/fused_h200/.
-Usage (GPU machine, repo root): python bench/fused_variants.py PLAN   (PLAN: first | a | b | c; JSON in $OUT)
+Usage (GPU machine, repo root): python bench/fused_variants.py PLAN   (PLAN: first | a | b | c | d; JSON in $OUT)
 Variants: PRECISION tf32x3 (default on CUDA) / tf32 / ieee; nogelu: the epilogue removed (what the GELU costs);
 tap: the gather loop per kernel tap over input-channel blocks instead of flat K chunks; acc2d: a per-tile running
 sum reduced once at the end instead of a sum per tile; bk32/bk128: BLOCK_K; p/w/s/split: BLOCK_P, warps, stages,
@@ -112,6 +112,14 @@ plans = {
        ("flat_s1_w8", V(stages=1, warps=8, split=64), FLAT), ("flat_s1_p256w8", V(stages=1, block=256, warps=8, split=64), FLAT),
        ("flat_s1_p64", V(stages=1, block=64, split=64), FLAT), ("flat_tf32", V(stages=1, split=64), FLAT + TF),
        ("flat_nogelu", V(stages=1, split=64), FLAT + [("        v = 0.5 * v * (1.0 + tl.erf(v * 0.7071067811865476))\n", "")])],
+ # not yet run on a GPU: the template as it is now (flat built in) against bf16 tensor-core emulations of fp32
+ # products (Triton >= 3.6 on NVIDIA: bf16x3 ~ 16 mantissa bits at 1.5x TF32's MMA work, bf16x6 ~ fp32 at 3x) and
+ # BLOCK_K 32 (K = 72 padded to 96 in 3 steps instead of 80 in 5); the harness's tolerance decides which count
+ "d": [("flat", V(stages=1, split=64), []), ("flat_bf16x3", V(stages=1, split=64), [(P[0], 'PRECISION="bf16x3"')]),
+       ("flat_bf16x6", V(stages=1, split=64), [(P[0], 'PRECISION="bf16x6"')]),
+       ("flat_bk32", V(stages=1, split=64), [("BLOCK_K = 16 if K <= 128 else 32", "BLOCK_K = 32")]),
+       ("flat_bf16x3_bk32", V(stages=1, split=64), [(P[0], 'PRECISION="bf16x3"'),
+                                                     ("BLOCK_K = 16 if K <= 128 else 32", "BLOCK_K = 32")])],
 }
 if sys.argv[1] == "first":
     first()

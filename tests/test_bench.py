@@ -280,6 +280,7 @@ def test_search_tables_record_a_runs_best_and_when_it_was_found_and_print_them_f
         store.set_best(run, f"{run}-i2-c1")
     rec = T.record(str(tmp_path), run, "tree", 61.2)
     assert (rec["judged"], rec["correct"], rec["reached_at"], rec["best"]["candidate"]) == (4, 3, 3, f"{run}-i2-c1")
+    assert list(rec["refused"]) == [f"{run}-i1-c2"] and rec["refused"][f"{run}-i1-c2"].startswith("incorrect")
     (tmp_path / "search_gap44.json").write_text(json.dumps([rec, {**rec, "search": "greedy", "judged": 2}]))
     assert T.main(["table", str(tmp_path)]) == 0
     text = T.table([rec, {**rec, "search": "greedy", "judged": 2}])
