@@ -422,3 +422,91 @@ def test_builtin_problems_are_not_checked_they_list_their_sizes(caplog):
     for name in BUILTIN:
         load_problem(name, "cpu")
     assert not caplog.records
+
+
+# ---------------------------------------------------------------- a random reference
+
+
+DROPOUT = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+class Model(nn.Module):
+    def __init__(self, c, p):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3)
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x):
+        return self.drop(self.conv(x)).mean(dim=(2, 3))
+
+
+batch_size = 4
+c = 8
+p = P
+
+
+def get_inputs():
+    return [torch.randn(batch_size, c, 30, 30)]
+
+
+def get_init_inputs():
+    return [c, p]
+'''
+
+ANSWER = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mean_kernel(x_ptr, out_ptr, HW, SCALE, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for s in range(0, HW, BLOCK):
+        offs = s + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * HW + offs, mask=offs < HW, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc) / HW * SCALE)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, c, p):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3)
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x):
+        y = self.conv(x).contiguous()
+        n, c, h, w = y.shape
+        out = torch.empty(n, c, device=y.device, dtype=y.dtype)
+        mean_kernel[(n * c,)](y, out, h * w, SCALE, BLOCK=256)
+        return out
+'''
+
+
+@pytest.mark.slow  # two `agent eval` processes
+def test_a_random_reference_is_one_line_not_a_tolerance_wide_enough_for_any_answer(tmp_path):
+    """Dropout in training mode: eager's error against the fp64 truth is ~0.3, so the tolerance derived from it would
+    pass an answer 50 % off. The reference is called twice on the same inputs and refused if it differs; with p=0 the
+    same file is a problem like any other, and the off answer is incorrect."""
+    import subprocess
+    import sys
+
+    def judge(p: str, scale: str) -> subprocess.CompletedProcess:
+        problem, answer = tmp_path / f"dropout_{p}.py", tmp_path / f"answer_{scale}.py"
+        problem.write_text(DROPOUT.replace("p = P", f"p = {p}"))
+        answer.write_text(ANSWER.replace("SCALE, BLOCK=256", f"{scale}, BLOCK=256"))
+        return subprocess.run([sys.executable, "-m", "agent", "eval", str(answer), "--problem", str(problem),
+                               "--stage", "correctness", "--device", "cpu", "--no-timing", "--json"],
+                              capture_output=True, text=True, timeout=600)
+
+    random = judge("0.2", "0.5")
+    assert random.returncode == 1 and "Traceback" not in random.stderr, random.stderr[-2000:]
+    [line] = [ln for ln in random.stderr.splitlines() if ln.startswith("error:")]
+    assert "the problem's Model is not deterministic: two calls on the same inputs differ by" in line
+    assert "nn.Dropout: p=0 or self.eval()" in line
+    assert judge("0.0", "0.5").returncode != 0  # deterministic now: the off answer is judged, and refused
+    assert judge("0.0", "1.0").returncode == 0

@@ -112,7 +112,8 @@ def _compute_reference(problem: ProblemSpec, device: Device, seed: int, trials: 
         if res is None or not res.ok:
             why = res.error.message if res and res.error else sandbox_failure(sb)
             raise HarnessError(f"the reference for problem {problem.name} failed: {why}",
-                               "the problem's own Model must run at every size: check the problem file")
+                               "check the problem file: its own Model must run, and give the same output twice, "
+                               "at every size")
         ref = Reference(trials=res.trials, truths=load_tensors(res.outputs_file, "truths", workdir),
                         pool=load_tensors(res.outputs_file, "pool", workdir),
                         eager_ms=res.eager.median_ms if res.eager else None)

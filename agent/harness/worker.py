@@ -79,6 +79,8 @@ def _reference(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
         sync(job.device)
         if not out32 or len(truth) != len(out32):
             raise TypeError(f"the problem's Model returned {kind}: expected a Tensor or a tuple of Tensors")
+        if trial is next(t for t in job.trials if t.size == trial.size):
+            _deterministic(truth, truth_of(trial.size, inputs), rel_error)
         record = trial_record(trial, job, inputs, kind, out32)
         record.input_digests, record.trace = digests, trace
         record.eager_error = max(rel_error(o, t) for o, t in zip(out32, truth))
@@ -99,6 +101,16 @@ def _reference(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
         first, base = timed_base(job, modules)
         with torch.no_grad():
             result.eager = Bench(lambda: models[0](*base), base, None, job.timing, trusted).cpu()
+
+
+def _deterministic(first: list[Any], again: list[Any], rel_error: Any) -> None:
+    """Two fp64 calls on the same inputs must agree: the tolerance is derived from eager's error against the truth,
+    so a random reference (dropout in training mode) would widen it until any answer passed."""
+    drift = max((rel_error(a, t) for a, t in zip(again, first)), default=0.0)
+    if drift > 1e-9:  # fp64 reordering (atomics) stays near 1e-15
+        raise ValueError(f"the problem's Model is not deterministic: two calls on the same inputs differ by {drift:.1e} "
+                         "(relative), and no tolerance can judge an answer against it: a random op in training mode "
+                         "(nn.Dropout: p=0 or self.eval() in the problem file)")
 
 
 def _baseline(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
