@@ -294,7 +294,8 @@ def test_a_cpu_run_without_gpu_says_its_target_in_its_header_not_in_a_warning_an
     assert line.rstrip().endswith("-o kernel.py") and "agent export " in line  # the command to copy, whole
 
 
-@pytest.mark.parametrize("where", ["missing/parent/dir", "a_file"])
+# /proc: os.access says writable to root, yet no folder can be made there (tmp_path / "/proc" is "/proc")
+@pytest.mark.parametrize("where", ["missing/parent/dir", "a_file", "/proc"])
 def test_a_root_that_cannot_be_one_is_refused_not_created(where, tmp_path):
     (tmp_path / "a_file").write_text("x")
     root = tmp_path / where

@@ -134,6 +134,10 @@ def run(args: argparse.Namespace) -> int:
     if not Store(root).writable:
         raise UserError(f"--root {root}: this store is read-only here", "a run needs a folder it can write; "
                         "`agent leaderboard`, `agent show` and `agent runs` can still read this one")
+    try:  # os.access says yes to root on /proc or a full disk: creating the folder is the test
+        Store(root).candidates_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UserError(f"--root {root}: cannot create {Store(root).candidates_dir}: {e.strerror or e}") from None
     a = _assembly(args)
     a.user = user
     # The proposer is built before the run is created or reopened: a missing key leaves no empty run behind.
