@@ -430,3 +430,31 @@ def test_time_may_be_imported_but_its_clocks_not_read_or_patched():
     assert "clock" in rules_of("import time\nT0 = time.perf_counter()\n")
     assert "clock" in rules_of("from time import monotonic_ns\n")
     assert "monkeypatch" in rules_of("import time\ntime.perf_counter = lambda: 0.0\n")
+
+
+@pytest.mark.parametrize("line", [
+    "ok = torch.cuda.current_stream().query()", "s = torch.cuda.default_stream()\nbusy = not s.query()",
+    "n = torch.cuda.memory_stats()['allocation.all.allocated']", "a = torch.cuda.memory_allocated()",
+    "p = torch.cuda.max_memory_allocated()", "free, total = torch.cuda.mem_get_info()",
+    "from torch.cuda import memory_allocated", "cuda = torch.cuda\nu = cuda.utilization()",
+    "r = getattr(torch.cuda, 'memory_reserved')()", "def f(c):\n    return c.reset_peak_memory_stats()",
+])
+def test_rejects_reading_the_harness_or_gpu_state_whatever_the_spelling(line):
+    """Recorded calls copy and synchronize around every launch: the allocator's counts and an idle stream tell them
+    from the others, where a forward could skip the work."""
+    assert "observe" in rules_of(line)
+
+
+@pytest.mark.parametrize("line", [
+    "warnings.warn('x', UserWarning, stacklevel=4)", "warnings.warn('x', UserWarning, 4)",
+    "kw = {'stacklevel': 4}\nwarnings.warn('x', UserWarning, **kw)",
+    "with warnings.catch_warnings(record=True) as got:\n    pass", "def f(w):\n    w.warn('x', UserWarning, 3)",
+])
+def test_rejects_learning_the_forwards_callers_through_a_recorded_warning(line):
+    assert "escape" in rules_of("import warnings\n" + line)
+
+
+def test_an_ordinary_warning_and_silencing_warnings_are_fine():
+    code = "import warnings\nwarnings.warn('slow path', UserWarning)\nwith warnings.catch_warnings():\n" \
+           "    warnings.simplefilter('ignore')\ns = torch.cuda.current_stream()\ntorch.cuda.synchronize()"
+    assert rules_of(code) == set()

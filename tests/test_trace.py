@@ -135,3 +135,32 @@ def test_each_call_records_which_storages_already_met_it_read_and_after_how_many
     assert reads == [("convolution", "heavy", 1), ("clone", "free", 1)]
     assert not any(r["op"] in ("empty_like", "view") for r in trace["reads"])
 
+
+
+def test_after_a_launch_any_older_storage_may_hold_the_data_not_only_those_it_was_given():
+    """A kernel reaches memory by address: given only a fresh buffer (and an offset to x), it fills the buffer with
+    the data. What PyTorch then computes on that buffer, or on any storage older than the launch, is on the data;
+    a weight read before the first launch, and a tensor made after the last one, are not."""
+    got = run('''
+        @triton.jit
+        def gather(dst, delta, n, B: tl.constexpr):
+            o = tl.arange(0, B)
+            tl.store(dst + o, tl.load(dst + delta + o, mask=o < n), mask=o < n)
+
+        w = torch.randn(8)
+        def fwd(x):
+            early = w * 2.0                            # before any launch: a weight
+            stage = torch.empty(32)
+            gather[(1,)](stage, (x.data_ptr() - stage.data_ptr()) // 4, 32, B=32)
+            laundered = stage.sum()                    # the data, through an address offset
+            late = w - 1.0                             # w may have been written by the launch
+            fresh = torch.ones(4) * 3.0                # made after the launch: not the data
+            out = torch.empty(4)
+            rowsum[(4,)](x, out, 8, B=8)
+            return out
+        record(fwd, [torch.arange(32.0).reshape(4, 8)])
+    ''')
+    ops = {op["name"]: op for op in got["trace"]["ops"]}
+    assert ops["sum"]["data_bytes"] == 32 * 4
+    assert ops["sub"]["data_bytes"] == 8 * 4
+    assert ops["mul"]["calls"] == 2 and ops["mul"]["data_bytes"] == 0  # w * 2 (before), ones * 3 (fresh)

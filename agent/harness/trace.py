@@ -8,6 +8,9 @@ launch wrote, and records every PyTorch operator the forward ran (a TorchDispatc
 per operator, and call by call which storages already met (inputs, launches' tensors) it read, in the forward's
 order (so the parent knows what a buffer a kernel wrote was used for). While tracing, every storage met is kept
 alive to the end of the call: a freed buffer's address handed to a new one would otherwise be the same storage.
+What PyTorch computes on counts as the data where it derives from the inputs, or where a launch could have written it:
+a kernel reaches memory by address (an offset from a pointer it was given), so after the first launch every storage
+but those made since the last launch may hold the data.
 
 The worker reports these facts; the parent judges them (agent.harness.rules).
 """
@@ -129,6 +132,10 @@ class Tracker:
         self._input_ids = [self._id(t) for t in _tensors(inputs, self.torch)] if trace else []
         # storages derived from the forward's inputs (the data), followed through operators and launches
         self._tainted = {self._key(t) for t in _tensors(inputs, self.torch)} if trace else set()
+        # storages seen this call, and those operators made since the last launch: a kernel reaches memory by address
+        # (an offset from a buffer it was given), so once one has run, any storage older than it may hold the data
+        self._seen: set[int] = set()
+        self._born: set[int] = set()
 
     def end(self, outputs: list[Any]) -> tuple[bool, Trace | None]:
         """(every output's storage was given to a launch, the trace if tracing)."""
@@ -180,6 +187,8 @@ class Tracker:
             if self._tainted & set(by_key):
                 self._tainted.update(k for k, t in by_key.items() if self._id(t) in {w.id for w in written})
             self._launch_log.append(Launch(kernel=name, args=[self._extent(t) for t in tensors], written=written))
+            self._seen.update(by_key)
+            self._born = set()
             return result
         finally:
             self.depth -= 1
@@ -244,12 +253,23 @@ class Tracker:
             op.calls += 1
             op.in_bytes += sum(sizes)
             op.out_bytes += sum(t.numel() * t.element_size() for t in _tensors(out, self.torch))
-            if any(self._key(t) in self._tainted for t in ins.values()):
+            in_keys = {self._key(t) for t in ins.values()}
+            if any(self._holds_data(k) for k in in_keys):
                 op.data_bytes += sum(sizes)
                 self._tainted.update(self._key(t) for t in outs)
+            self._born.update(k for k in (self._key(t) for t in outs) if k not in self._seen and k not in in_keys)
+            self._seen.update(in_keys | {self._key(t) for t in outs})
             op.largest_bytes = max([op.largest_bytes, *sizes, *(t.numel() * t.element_size() for t in outs)])
+            if kind == "heavy" and sum(sizes):
+                made = sum(t.numel() * t.element_size() for t in _tensors(out, self.torch)) / sum(sizes)
+                op.least_yield = made if op.least_yield is None else min(op.least_yield, made)
         finally:
             self.depth -= 1
+
+    def _holds_data(self, key: int) -> bool:
+        """Derived from the inputs, or possibly written by a kernel: any storage but those made after the last launch
+        (a weight read before the first launch is not the data; one read after it may have been overwritten)."""
+        return key in self._tainted or (bool(self._launch_log) and key not in self._born)
 
     def _record_read(self, name: str, kind: Literal["free", "heavy", "compute"], ins: list[Any],
                      outs: list[Any]) -> None:
