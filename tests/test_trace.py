@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,12 +44,14 @@ def record(fn, inputs, trace=True):
 '''
 
 
-def run(body: str) -> dict:
+def run(body: str, last: int = 1) -> Any:
+    """The record printed last (`last` > 1: the last `last` of them, in order)."""
     code = PRELUDE + textwrap.dedent(body)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
                        env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)})
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    records = [json.loads(line) for line in r.stdout.strip().splitlines()[-last:]]
+    return records[0] if last == 1 else records
 
 
 def test_a_launch_records_what_it_was_given_and_the_bytes_it_changed():
@@ -164,3 +167,27 @@ def test_after_a_launch_any_older_storage_may_hold_the_data_not_only_those_it_wa
     assert ops["sum"]["data_bytes"] == 32 * 4
     assert ops["sub"]["data_bytes"] == 8 * 4
     assert ops["mul"]["calls"] == 2 and ops["mul"]["data_bytes"] == 0  # w * 2 (before), ones * 3 (fresh)
+
+
+def test_tracing_keeps_nothing_of_the_forward_alive():
+    """A forward that frees scratch and allocates again gets the same block back in a call nobody records; it must in
+    a recorded one too (else the block that does not come back says the call is checked). A buffer the allocator
+    hands out at a freed storage's address is another storage (the dispatch mode sees every allocation)."""
+    got = run('''
+        import gc, weakref
+
+        def fwd(x):
+            scratch = torch.empty(64)
+            scale[(1,)](x, scratch, 32, 1.0, B=32)
+            freed = weakref.ref(scratch.untyped_storage())  # torch keeps one Python object per storage
+            del scratch
+            gc.collect()  # the interpreter's launch leaves a reference cycle; a GPU launch does not
+            assert freed() is None, "the recorder kept the freed scratch alive"
+            again = torch.empty(64)
+            out = torch.empty(4)
+            rowsum[(4,)](again, out, 8, B=8)
+            return out
+        record(fwd, [torch.ones(4, 8)])
+    ''')
+    ids = [[a["id"] for a in launch["args"]] for launch in got["trace"]["launches"]]
+    assert ids[0][1] != ids[1][0] and len(got["trace"]["storages"]) == 4

@@ -179,6 +179,8 @@ class _Checker:
             return
         if name == _INLINE_ASM:
             self.inline_asm(node)
+        if name == _ADDRESS:
+            self.address(node)
         if _is_dunder(name):
             if name not in d.dunder_attributes:
                 self.add(node, "escape", f"attribute `{name}` is not allowed")
@@ -207,6 +209,18 @@ class _Checker:
         if not (isinstance(asm, ast.Constant) and isinstance(asm.value, str)):
             self.add(node, "clock", "inline assembly must be called directly with a string literal (the check reads "
                      "it for clock registers)")
+
+    def address(self, node: ast.Attribute) -> None:
+        """A tensor's address only for its alignment (`x.data_ptr() % 16`): compared or subtracted it tells the
+        harness's recorded calls from the others (the tracer's own buffers change what the allocator hands out) and
+        reaches memory by offset that no launch argument names."""
+        call = getattr(node, "_parent", None)
+        mod = getattr(call, "_parent", None)
+        if not (isinstance(call, ast.Call) and call.func is node and isinstance(mod, ast.BinOp)
+                and isinstance(mod.op, ast.Mod) and mod.left is call and isinstance(mod.right, ast.Constant)):
+            self.add(node, "escape", "a tensor's address may be read only for its alignment (`x.data_ptr() % 16`): "
+                     "an address compared, kept or offset tells the harness's checked calls from the others and "
+                     "reaches memory no launch argument names")
 
     def getattr_call(self, node: ast.Call) -> None:
         fn = node.func
@@ -258,6 +272,9 @@ class _Checker:
                 self.add(node, "escape", f"class `{node.name}` subclasses {dotted(base, self.aliases)}: outputs must be "
                          "plain tensors")
         for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == _ADDRESS:
+                self.add(item, "escape", f"`{item.name}` makes an object Triton takes as a pointer to any address: "
+                         "pass tensors to kernels")
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in _TENSOR_HOOKS:
                 self.add(item, "escape", f"`{item.name}` hooks PyTorch's dispatch: not allowed in a kernel module")
 
@@ -299,6 +316,7 @@ _WHY = {
 # PTX's clock registers, read by inline assembly (tl.inline_asm_elementwise): %clock, %clock64, %globaltimer(_lo/_hi)
 _PTX_CLOCK = re.compile(r"%(clock|globaltimer)")
 _INLINE_ASM = "inline_asm_elementwise"
+_ADDRESS = "data_ptr"
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
 # torch.backends calls that only read (whether a backend is there, its version): the flags are compared at run time
 _BACKEND_QUERIES = {"is_available", "version", "is_built"}

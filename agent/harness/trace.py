@@ -6,8 +6,10 @@ driver's launcher class on the GPU. For every call it counts launches and the st
 traced call it also copies each storage a launch was given before and after the launch, to know which ones the
 launch wrote, and records every PyTorch operator the forward ran (a TorchDispatchMode), with what it read: in total
 per operator, and call by call which storages already met (inputs, launches' tensors) it read, in the forward's
-order (so the parent knows what a buffer a kernel wrote was used for). While tracing, every storage met is kept
-alive to the end of the call: a freed buffer's address handed to a new one would otherwise be the same storage.
+order (so the parent knows what a buffer a kernel wrote was used for). Tracing keeps nothing of the forward's alive:
+what the allocator hands out must be what it hands out in a call nobody records (a freed buffer that comes back, or
+does not, would tell the forward it is being checked). An allocation at a freed storage's address is a new storage
+(every allocation passes the dispatch mode), with an id of its own.
 What PyTorch computes on counts as the data where it derives from the inputs, or where a launch could have written it:
 a kernel reaches memory by address (an offset from a pointer it was given), so after the first launch every storage
 but those made since the last launch may hold the data.
@@ -79,7 +81,6 @@ class Tracker:
         self._launch_log: list[Launch] = []
         self._ops: dict[str, Op] = {}
         self._reads: list[Read] = []
-        self._alive: list[Any] = []
         kinds = operator_kinds()
         self.free, self.heavy, self.metadata = kinds.free, kinds.heavy, kinds.metadata
         self.installed = ""
@@ -128,7 +129,7 @@ class Tracker:
         """Start recording one call; `count_only` (timed calls): launches are counted, nothing else is looked at."""
         self.tracing, self.launches, self.count_only = trace, 0, count_only
         self.launch_storages = set()
-        self._ids, self._storages, self._launch_log, self._ops, self._reads, self._alive = {}, {}, [], {}, [], []
+        self._ids, self._storages, self._launch_log, self._ops, self._reads = {}, {}, [], {}, []
         self._input_ids = [self._id(t) for t in _tensors(inputs, self.torch)] if trace else []
         # storages derived from the forward's inputs (the data), followed through operators and launches
         self._tainted = {self._key(t) for t in _tensors(inputs, self.torch)} if trace else set()
@@ -149,7 +150,6 @@ class Tracker:
                           inputs=self._input_ids, outputs=[self._id(t) for t in outputs],
                           storages=list(self._storages.values()))
             self.tracing = False
-            self._alive = []
             return launched, trace
         finally:
             self.depth -= 1
@@ -160,11 +160,16 @@ class Tracker:
     def _id(self, t: Any) -> int:
         key = self._key(t)
         if key not in self._ids:
-            self._ids[key] = len(self._ids)
-            self._storages[key] = Storage(id=self._ids[key], bytes=int(t.untyped_storage().nbytes()), shape=list(t.shape))
-            if self.tracing:
-                self._alive.append(t.untyped_storage())
+            self._ids[key] = len(self._storages)  # ids are never reused: a retired address keeps its storage's record
+            self._storages[self._ids[key]] = Storage(id=self._ids[key], bytes=int(t.untyped_storage().nbytes()),
+                                                     shape=list(t.shape))
         return self._ids[key]
+
+    def _retire(self, key: int) -> None:
+        """The storage at `key` was freed and the address handed to a new one: forget the old one's id and taint."""
+        self._ids.pop(key, None)
+        self._tainted.discard(key)
+        self.launch_storages.discard(key)
 
     def _launch(self, name: str, args: Any, run: Callable[[], Any]) -> Any:
         if self.depth:
@@ -180,10 +185,14 @@ class Tracker:
             if not self.tracing:
                 return run()
             by_key = {self._key(t): t for t in tensors}
-            before = {k: self._snapshot(t) for k, t in by_key.items()}
-            result = run()
+            with self.trusted.apart():
+                before = {k: self._snapshot(t) for k, t in by_key.items()}
             self.trusted.sync()
-            written = [span for k, t in by_key.items() if (span := self._changed(t, before[k])) is not None]
+            result = run()
+            with self.trusted.apart():
+                written = [span for k, t in by_key.items() if (span := self._changed(t, before[k])) is not None]
+                del before
+            self.trusted.sync()
             if self._tainted & set(by_key):
                 self._tainted.update(k for k, t in by_key.items() if self._id(t) in {w.id for w in written})
             self._launch_log.append(Launch(kernel=name, args=[self._extent(t) for t in tensors], written=written))
@@ -254,15 +263,18 @@ class Tracker:
             op.in_bytes += sum(sizes)
             op.out_bytes += sum(t.numel() * t.element_size() for t in _tensors(out, self.torch))
             in_keys = {self._key(t) for t in ins.values()}
+            made = {self._key(t) for t in outs} - in_keys  # allocations: a key met before is a freed storage's address
+            for key in made & (self._seen | set(self._ids)):
+                self._retire(key)
             if any(self._holds_data(k) for k in in_keys):
                 op.data_bytes += sum(sizes)
                 self._tainted.update(self._key(t) for t in outs)
-            self._born.update(k for k in (self._key(t) for t in outs) if k not in self._seen and k not in in_keys)
+            self._born.update(made)
             self._seen.update(in_keys | {self._key(t) for t in outs})
             op.largest_bytes = max([op.largest_bytes, *sizes, *(t.numel() * t.element_size() for t in outs)])
             if kind == "heavy" and sum(sizes):
-                made = sum(t.numel() * t.element_size() for t in _tensors(out, self.torch)) / sum(sizes)
-                op.least_yield = made if op.least_yield is None else min(op.least_yield, made)
+                ratio = sum(t.numel() * t.element_size() for t in _tensors(out, self.torch)) / sum(sizes)
+                op.least_yield = ratio if op.least_yield is None else min(op.least_yield, ratio)
         finally:
             self.depth -= 1
 
