@@ -446,15 +446,16 @@ def test_rejects_reading_the_harness_or_gpu_state_whatever_the_spelling(line):
 
 
 @pytest.mark.parametrize("line", [
-    "warnings.warn('x', UserWarning, stacklevel=4)", "warnings.warn('x', UserWarning, 4)",
-    "kw = {'stacklevel': 4}\nwarnings.warn('x', UserWarning, **kw)",
-    "with warnings.catch_warnings(record=True) as got:\n    pass", "def f(w):\n    w.warn('x', UserWarning, 3)",
+    "with warnings.catch_warnings(record=True) as got:\n    pass", "kw = {'record': True}\nc = warnings.catch_warnings(**kw)",
+    "def f(w):\n    return w.catch_warnings(record=1)", "def f(w):\n    w.showwarning = print",
+    "warnings.showwarning = print", "def f(w):\n    w.formatwarning = str",
 ])
-def test_rejects_learning_the_forwards_callers_through_a_recorded_warning(line):
+def test_rejects_reading_back_a_warnings_place_which_names_the_forwards_callers(line):
     assert "escape" in rules_of("import warnings\n" + line)
 
 
-def test_an_ordinary_warning_and_silencing_warnings_are_fine():
-    code = "import warnings\nwarnings.warn('slow path', UserWarning)\nwith warnings.catch_warnings():\n" \
-           "    warnings.simplefilter('ignore')\ns = torch.cuda.current_stream()\ntorch.cuda.synchronize()"
+def test_raising_warnings_at_any_stacklevel_and_silencing_them_are_fine():
+    code = "import warnings\nwarnings.warn('slow path', UserWarning, stacklevel=2)\nwarnings.warn('x', UserWarning, 3)\n" \
+           "with warnings.catch_warnings():\n    warnings.simplefilter('ignore')\ns = torch.cuda.current_stream()\n" \
+           "torch.cuda.synchronize()"
     assert rules_of(code) == set()
