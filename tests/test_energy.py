@@ -280,3 +280,29 @@ def test_show_puts_energy_beside_both_clocks_with_what_it_saves():
     text = c.export_text()
     assert "energy ◆" in text and "20.0 mJ" in text and "700 mJ" in text and "35.00× less" in text
     assert "400 W while the calls ran back to back" in text
+
+
+def test_the_energy_loops_checked_calls_are_traced_and_every_call_has_the_same_callers():
+    """A forward that could tell the energy loop from the device clock's (by the frames above it) could cheat on
+    energy alone: every loop calls it through the same path, and the energy loop's checked calls are traced too."""
+    import inspect
+
+    from test_timing import TracingTracker
+
+    n, e = settings().timing.checked_calls, settings().timing.energy_checked_calls
+    plan = TimingPlan(pool_seeds=list(range(2 * n + e)), positions=[i / n for i in range(n)],
+                      latency_positions=[(i + 0.5) / n for i in range(n)],
+                      energy_positions=[(i + 0.5) / e for i in range(e)], fresh_seed=7)
+    gpu = SimGpu(host_ms=0.02, device_ms=1.0)
+    gpu.energy = SimEnergy(gpu).counter()
+    forward, depths = gpu.forward, set()
+
+    def call() -> torch.Tensor:
+        depths.add(len(inspect.stack(0)))
+        return forward()
+
+    tracker = TracingTracker(gpu)
+    b = Bench(call, [], plan, settings().timing, gpu, tracker)
+    stats = b.gpu()
+    assert stats.energy_mj is not None and tracker.traced == 2 * n + e and len(b.traces) == 2 * n + e
+    assert len(depths) == 1

@@ -430,3 +430,32 @@ def test_time_may_be_imported_but_its_clocks_not_read_or_patched():
     assert "clock" in rules_of("import time\nT0 = time.perf_counter()\n")
     assert "clock" in rules_of("from time import monotonic_ns\n")
     assert "monkeypatch" in rules_of("import time\ntime.perf_counter = lambda: 0.0\n")
+
+
+@pytest.mark.parametrize("line", [
+    "ok = torch.cuda.current_stream().query()", "s = torch.cuda.default_stream()\nbusy = not s.query()",
+    "n = torch.cuda.memory_stats()['allocation.all.allocated']", "a = torch.cuda.memory_allocated()",
+    "p = torch.cuda.max_memory_allocated()", "free, total = torch.cuda.mem_get_info()",
+    "from torch.cuda import memory_allocated", "cuda = torch.cuda\nu = cuda.utilization()",
+    "r = getattr(torch.cuda, 'memory_reserved')()", "def f(c):\n    return c.reset_peak_memory_stats()",
+])
+def test_rejects_reading_the_harness_or_gpu_state_whatever_the_spelling(line):
+    """Recorded calls copy and synchronize around every launch: the allocator's counts and an idle stream tell them
+    from the others, where a forward could skip the work."""
+    assert "observe" in rules_of(line)
+
+
+@pytest.mark.parametrize("line", [
+    "with warnings.catch_warnings(record=True) as got:\n    pass", "kw = {'record': True}\nc = warnings.catch_warnings(**kw)",
+    "def f(w):\n    return w.catch_warnings(record=1)", "def f(w):\n    w.showwarning = print",
+    "warnings.showwarning = print", "def f(w):\n    w.formatwarning = str",
+])
+def test_rejects_reading_back_a_warnings_place_which_names_the_forwards_callers(line):
+    assert "escape" in rules_of("import warnings\n" + line)
+
+
+def test_raising_warnings_at_any_stacklevel_and_silencing_them_are_fine():
+    code = "import warnings\nwarnings.warn('slow path', UserWarning, stacklevel=2)\nwarnings.warn('x', UserWarning, 3)\n" \
+           "with warnings.catch_warnings():\n    warnings.simplefilter('ignore')\ns = torch.cuda.current_stream()\n" \
+           "torch.cuda.synchronize()"
+    assert rules_of(code) == set()

@@ -179,3 +179,33 @@ def test_a_heavy_layer_must_return_what_the_models_returns_not_a_reduction_spell
     bias_folded = model_conv.model_copy(update={"name": "mkldnn_convolution"})  # the same layer under another name
     gap = Launch(kernel="gap", args=[span(1), span(2)], written=[span(2)])
     assert traced(trial([gap], ops=[bias_folded]), reference, StageRules()) is None
+
+
+def test_a_heavy_call_is_the_models_layer_call_by_call_not_only_by_the_familys_totals():
+    """A depthwise convolution taking the four sums the mean needs (a reduction: almost nothing returned per byte
+    read), beside a strided dummy convolution writing zeros the size of the Model's output: the family's totals are
+    the Model's, each call's yield is not. The Model's layer split by image still yields what the Model's does."""
+    model_conv = CONV.model_copy(update={"out_bytes": 32 * MB, "least_yield": 32 * MB / CONV.in_bytes})
+    reference = REFERENCE.model_copy(update={"ops": [model_conv, *REFERENCE.ops[1:]]})
+    gap = Launch(kernel="gap", args=[span(1), span(2)], written=[span(2)])
+    sums = 4096 / (CONV.in_bytes + MB)
+    reduction = Op(name="convolution", kind="heavy", calls=2, in_bytes=CONV.in_bytes + MB + 4096,
+                   data_bytes=4 * MB, largest_bytes=32 * MB, out_bytes=32 * MB + 4096, least_yield=sums)
+    msg = traced(trial([gap], ops=[reduction]), reference, StageRules()) or ""
+    assert "bytes per byte it reads" in msg and "not the Model's layer" in msg
+    per_image = model_conv.model_copy(update={"calls": 2, "in_bytes": CONV.in_bytes + 4096,
+                                              "least_yield": 16 * MB / (2 * MB + 4096)})
+    assert traced(trial([gap], ops=[per_image]), reference, StageRules()) is None
+
+
+def test_the_allowances_scale_with_the_problems_largest_tensor_not_with_a_buffer_the_candidate_allocates():
+    """An empty buffer (or an expanded view) eight times the conv output costs nothing and would raise the largest
+    tensor eightfold: PyTorch's compute allowance and the intermediate limit with it."""
+    room = Op(name="empty", kind="free", calls=1, largest_bytes=8 * 32 * MB)
+    mean = Op(name="mean", kind="compute", calls=1, in_bytes=32 * MB, data_bytes=32 * MB)
+    copy = Launch(kernel="copy", args=[span(3), span(2)], written=[span(2)])
+    msg = traced(trial([copy], ops=[CONV, room, mean]), REFERENCE, StageRules()) or ""
+    assert "PyTorch computed over 32.00 MB" in msg and "the largest tensor is 32.00 MB" in msg
+    scale = Launch(kernel="scale", args=[span(1), span(1)], written=[span(1)])
+    reduce = Launch(kernel="reduce", args=[span(1), span(2)], written=[span(2)])
+    assert "kernel `scale` wrote 32.00 MB" in (traced(trial([scale, reduce], ops=[CONV, room]), REFERENCE, FUSION) or "")

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -43,12 +44,14 @@ def record(fn, inputs, trace=True):
 '''
 
 
-def run(body: str) -> dict:
+def run(body: str, last: int = 1) -> Any:
+    """The record printed last (`last` > 1: the last `last` of them, in order)."""
     code = PRELUDE + textwrap.dedent(body)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
                        env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)})
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    records = [json.loads(line) for line in r.stdout.strip().splitlines()[-last:]]
+    return records[0] if last == 1 else records
 
 
 def test_a_launch_records_what_it_was_given_and_the_bytes_it_changed():
@@ -135,3 +138,56 @@ def test_each_call_records_which_storages_already_met_it_read_and_after_how_many
     assert reads == [("convolution", "heavy", 1), ("clone", "free", 1)]
     assert not any(r["op"] in ("empty_like", "view") for r in trace["reads"])
 
+
+
+def test_after_a_launch_any_older_storage_may_hold_the_data_not_only_those_it_was_given():
+    """A kernel reaches memory by address: given only a fresh buffer (and an offset to x), it fills the buffer with
+    the data. What PyTorch then computes on that buffer, or on any storage older than the launch, is on the data;
+    a weight read before the first launch, and a tensor made after the last one, are not."""
+    got = run('''
+        @triton.jit
+        def gather(dst, delta, n, B: tl.constexpr):
+            o = tl.arange(0, B)
+            tl.store(dst + o, tl.load(dst + delta + o, mask=o < n), mask=o < n)
+
+        w = torch.randn(8)
+        def fwd(x):
+            early = w * 2.0                            # before any launch: a weight
+            stage = torch.empty(32)
+            gather[(1,)](stage, (x.data_ptr() - stage.data_ptr()) // 4, 32, B=32)
+            laundered = stage.sum()                    # the data, through an address offset
+            late = w - 1.0                             # w may have been written by the launch
+            fresh = torch.ones(4) * 3.0                # made after the launch: not the data
+            out = torch.empty(4)
+            rowsum[(4,)](x, out, 8, B=8)
+            return out
+        record(fwd, [torch.arange(32.0).reshape(4, 8)])
+    ''')
+    ops = {op["name"]: op for op in got["trace"]["ops"]}
+    assert ops["sum"]["data_bytes"] == 32 * 4
+    assert ops["sub"]["data_bytes"] == 8 * 4
+    assert ops["mul"]["calls"] == 2 and ops["mul"]["data_bytes"] == 0  # w * 2 (before), ones * 3 (fresh)
+
+
+def test_tracing_keeps_nothing_of_the_forward_alive():
+    """A forward that frees scratch and allocates again gets the same block back in a call nobody records; it must in
+    a recorded one too (else the block that does not come back says the call is checked). A buffer the allocator
+    hands out at a freed storage's address is another storage (the dispatch mode sees every allocation)."""
+    got = run('''
+        import gc, weakref
+
+        def fwd(x):
+            scratch = torch.empty(64)
+            scale[(1,)](x, scratch, 32, 1.0, B=32)
+            freed = weakref.ref(scratch.untyped_storage())  # torch keeps one Python object per storage
+            del scratch
+            gc.collect()  # the interpreter's launch leaves a reference cycle; a GPU launch does not
+            assert freed() is None, "the recorder kept the freed scratch alive"
+            again = torch.empty(64)
+            out = torch.empty(4)
+            rowsum[(4,)](again, out, 8, B=8)
+            return out
+        record(fwd, [torch.ones(4, 8)])
+    ''')
+    ids = [[a["id"] for a in launch["args"]] for launch in got["trace"]["launches"]]
+    assert ids[0][1] != ids[1][0] and len(got["trace"]["storages"]) == 4

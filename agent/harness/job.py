@@ -102,6 +102,8 @@ class Op(Model):
     data_bytes: int = 0
     largest_bytes: int = 0
     out_bytes: int = Field(default=0, description="what it returned, in total (a heavy layer's output)")
+    least_yield: float | None = Field(default=None, description="the least bytes returned per byte read by one call "
+                                      "(a heavy layer's: a convolution spent on a reduction returns almost nothing)")
 
 
 class Span(Model):

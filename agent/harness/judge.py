@@ -83,7 +83,8 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
         result.message = ("a timed call launched no Triton kernel: the candidate's kernels must run on every call "
                           "[run-time]")
         return
-    broken = _timed_rules(res, ref, len(ref.pool) - len(energy_pool), req.stage.rules)
+    expected = len(ref.pool) - (len(energy_pool) if t.energy_mj is None else 0)  # energy's checked calls: traced too
+    broken = _timed_rules(res, ref, expected, req.stage.rules)
     if broken:
         result.verdict, result.message = Verdict.RULE_VIOLATION, broken
         return
@@ -100,7 +101,8 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
 
 def _timed_rules(res: WorkerResult, ref: Reference, expected: int, stage_rules: Any) -> str | None:
     """The run-time rules on the checked timed calls (traced where they ran): the work that is timed must be the
-    work that was validated. Each checked call outside the energy loop must have come back with its trace."""
+    work that was validated. Each checked call must have come back with its trace (the energy loop's where energy
+    was measured)."""
     timed = res.timed_trials
     if len(timed) != expected or any(t.trace is None for t in timed):
         return (f"the candidate's process reported {len(timed)} traced timed calls where the harness checked "

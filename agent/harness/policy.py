@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from agent.datafiles import load_toml
 from agent.harness.names import aliases as find_aliases
+from agent.harness.mainguard import skip_main_guards
 from agent.harness.names import builtin_uses, chain_root, dotted
 from agent.harness.reach import Reach
 from agent.schema import StageRules
@@ -139,6 +140,11 @@ class _Checker:
                 self.add(node, rule, f"`{prefix}`: {_WHY.get(rule, 'not allowed in a kernel module')}")
                 return False
         parts = path.split(".")
+        for part in parts[1:]:  # `from torch.cuda import memory_stats` reaches the attribute as a name
+            if part in d.forbidden_attributes:
+                rule = d.forbidden_attributes[part]
+                self.add(node, rule, f"`{path}` is not allowed" + (f": {_WHY[rule]}" if rule in _WHY else ""))
+                return False
         for i, part in enumerate(parts[1:], start=1):
             if part.startswith("_") and not _is_dunder(part):
                 self.add(node, "escape", f"`{'.'.join(parts[: i + 1])}` is private to {parts[0]}: use the public API")
@@ -168,11 +174,13 @@ class _Checker:
         name = node.attr
         if name in d.forbidden_attributes:
             rule = d.forbidden_attributes[name]
-            self.add(node, rule, f"`.{name}` is not allowed" + (f": {_WHY[rule]}" if rule in ("host-compute", "clock")
-                                                                   else ""))
+            self.add(node, rule, f"`.{name}` is not allowed" + (f": {_WHY[rule]}" if rule in ("host-compute", "clock",
+                                                                                          "observe") else ""))
             return
         if name == _INLINE_ASM:
             self.inline_asm(node)
+        if name == _ADDRESS:
+            self.address(node)
         if _is_dunder(name):
             if name not in d.dunder_attributes:
                 self.add(node, "escape", f"attribute `{name}` is not allowed")
@@ -201,6 +209,18 @@ class _Checker:
         if not (isinstance(asm, ast.Constant) and isinstance(asm.value, str)):
             self.add(node, "clock", "inline assembly must be called directly with a string literal (the check reads "
                      "it for clock registers)")
+
+    def address(self, node: ast.Attribute) -> None:
+        """A tensor's address only for its alignment (`x.data_ptr() % 16`): compared or subtracted it tells the
+        harness's recorded calls from the others (the tracer's own buffers change what the allocator hands out) and
+        reaches memory by offset that no launch argument names."""
+        call = getattr(node, "_parent", None)
+        mod = getattr(call, "_parent", None)
+        if not (isinstance(call, ast.Call) and call.func is node and isinstance(mod, ast.BinOp)
+                and isinstance(mod.op, ast.Mod) and mod.left is call and isinstance(mod.right, ast.Constant)):
+            self.add(node, "escape", "a tensor's address may be read only for its alignment (`x.data_ptr() % 16`): "
+                     "an address compared, kept or offset tells the harness's checked calls from the others and "
+                     "reaches memory no launch argument names")
 
     def getattr_call(self, node: ast.Call) -> None:
         fn = node.func
@@ -252,14 +272,30 @@ class _Checker:
                 self.add(node, "escape", f"class `{node.name}` subclasses {dotted(base, self.aliases)}: outputs must be "
                          "plain tensors")
         for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == _ADDRESS:
+                self.add(item, "escape", f"`{item.name}` makes an object Triton takes as a pointer to any address: "
+                         "pass tensors to kernels")
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in _TENSOR_HOOKS:
                 self.add(item, "escape", f"`{item.name}` hooks PyTorch's dispatch: not allowed in a kernel module")
 
     def call(self, node: ast.Call) -> None:
+        self.callers(node)
         path = dotted(node.func, self.aliases)
         if path and path.startswith("torch.backends.") and path.count(".") >= 2 and \
                 path.rsplit(".", 1)[1] not in _BACKEND_QUERIES:
             self.add(node, "backend-flags", f"`{path}(...)` changes PyTorch's backend flags: not allowed")
+
+
+    def callers(self, node: ast.Call) -> None:
+        """A warning raised `stacklevel` frames up names the file and line of whoever called the forward (the
+        harness's checked calls come from other lines than the rest): raising one is fine (`stacklevel=2` is common
+        in honest code, and its place goes to stderr), reading it back is not: catch_warnings(record=...), in any
+        spelling on any object (the module may have been passed in). Replacing showwarning is refused by name."""
+        fn = node.func
+        name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+        if name == "catch_warnings" and (node.args or any(k.arg in ("record", None) for k in node.keywords)):
+            self.add(node, "escape", "`catch_warnings(record=...)`: a recorded warning's place names the forward's "
+                     "callers, which a kernel module may not learn")
 
 
 _WHY = {
@@ -270,47 +306,16 @@ _WHY = {
     "escape": "not allowed in a kernel module",
     "graph": "CUDA graphs replay work the harness cannot check: launch the kernels on every call",
     "clock": "a kernel module never times itself: a clock could tell the harness's checked calls from the others",
+    "observe": "a kernel module never reads the harness's or the GPU's state (allocator statistics, whether the "
+               "stream is idle, NVML readings): they tell the harness's checked calls from the others",
 }
 # PTX's clock registers, read by inline assembly (tl.inline_asm_elementwise): %clock, %clock64, %globaltimer(_lo/_hi)
 _PTX_CLOCK = re.compile(r"%(clock|globaltimer)")
 _INLINE_ASM = "inline_asm_elementwise"
+_ADDRESS = "data_ptr"
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
 # torch.backends calls that only read (whether a backend is there, its version): the flags are compared at run time
 _BACKEND_QUERIES = {"is_available", "version", "is_built"}
-
-
-def _is_main_test(test: ast.expr) -> bool:
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = [test.left, test.comparators[0]]
-    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
-            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
-
-
-def _binds_module_name(tree: ast.Module) -> bool:
-    """Whether the code could make `__name__` anything but the module's name: any occurrence other than a read
-    (an assignment, a walrus, an import alias, a def, a pattern capture, `global __name__`, an argument)."""
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name):
-            if n.id == "__name__" and not isinstance(n.ctx, ast.Load):
-                return True
-        elif not isinstance(n, (ast.Attribute, ast.Constant)):
-            for _, value in ast.iter_fields(n):
-                if value == "__name__" or (isinstance(value, list) and "__name__" in value):
-                    return True
-    return False
-
-
-def _skip_main_guards(tree: ast.Module) -> bool:
-    """Empty the bodies of top-level `if __name__ == "__main__":` blocks (an answer's self-test or benchmark, which
-    may time with what a kernel module may not use): the harness imports the candidate under another name, so they
-    never run, provided nothing in the code rebinds `__name__`. Their `else` branches run and stay checked."""
-    guards = [n for n in tree.body if isinstance(n, ast.If) and _is_main_test(n.test)]
-    if not guards or _binds_module_name(tree):
-        return False
-    for g in guards:
-        g.body = [ast.copy_location(ast.Pass(), g)]
-    return True
 
 
 # ---------------------------------------------------------------- kernels
@@ -398,7 +403,7 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
         return [Violation(line=1, rule="size", message=f"the code is over {MAX_CODE_BYTES // 1024} KB: not a kernel module")]
     tree = ast.parse(code)
-    if _skip_main_guards(tree):
+    if skip_main_guards(tree):
         code = ast.unparse(tree)  # for the builtins' scope analysis (the tree keeps the original line numbers)
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):

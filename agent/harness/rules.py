@@ -8,8 +8,11 @@ Every stage:
   torch.ops.aten, or the reference Model itself is refused; preparing weights and constants is not the data;
 - the problem's heavy layers may stay in PyTorch, fed no more than the problem's own Model feeds them, counted by
   family (operators.toml: a Linear run as mm plus a bias add is the Model's matmul, whatever the call's name), and
-  producing as much as the Model's do: the allowance is for the Model's own layer, not for any work spelled as one
-  (a depthwise convolution with whole-image kernels is a global reduction; it reads what the Model's layer reads).
+  producing as much as the Model's do, call by call (each call returns per byte it reads what the Model's calls
+  return): the allowance is for the Model's own layer, not for any work spelled as one (a depthwise convolution with
+  whole-image kernels is a global reduction; it reads what the Model's layer reads, and a padded dummy beside it can
+  make up the family's output);
+- the allowances scale with the problem's largest tensor (the reference's), not with buffers the candidate allocates.
 A stage may add (StageRules.max_intermediate_write, memory-fusion): no Triton kernel writes more than a fraction
 of the largest tensor to anything but the returned tensor, and no kernel reads back a large buffer another wrote.
 One buffer larger than that is not an intermediate of the fused ops: an operand a kernel prepared for a heavy layer
@@ -57,7 +60,9 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules) -> st
     if trace is None:
         return None
     cfg = settings().rules
-    big = _largest(trace)
+    # The allowances scale with the problem's largest tensor, never with the candidate's own: an empty buffer of any
+    # size costs nothing to allocate, and would otherwise buy room for PyTorch's work or for an intermediate.
+    big = min(_largest(trace), _largest(reference)) if reference is not None else _largest(trace)
     storages = {s.id: s for s in trace.storages}
     written = {w.id for launch in trace.launches for w in launch.written}
     for out in trace.outputs:
@@ -82,6 +87,9 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules) -> st
                 if family in ref_heavy else f"the problem's Model does not run it: no {family} layer"
             return (f"PyTorch runs {ops} on {_mb(in_bytes)} ({theirs}): new work in PyTorch is not an "
                     "answer, write it in Triton")
+        thin = _thin_call(family, trace.ops, reference.ops if reference else [])
+        if thin:
+            return thin
         least = ref_out.get(family, 0) / cfg.heavy_factor - cfg.heavy_slack_bytes
         if mine_out.get(family, 0) < least:
             return (f"PyTorch's {ops} returns {_mb(mine_out.get(family, 0))} where the problem's Model's {family} "
@@ -102,6 +110,26 @@ def _families(ops: list[Op]) -> dict[str, tuple[list[str], int, int]]:
             names, calls, in_bytes = out.get(kinds.family(op.name), ([], 0, 0))
             out[kinds.family(op.name)] = ([*names, op.name], calls + op.calls, in_bytes + op.in_bytes)
     return out
+
+
+def _thin_call(family: str, mine: list[Op], theirs: list[Op]) -> str | None:
+    """Each call of a heavy layer must be the Model's layer, or a piece of it: it returns, per byte it reads, about
+    what the Model's calls of that family return (a batch split re-reads the weights: heavy_factor covers it). A
+    convolution spent on a reduction returns almost nothing per byte, whatever other call beside it (a padded dummy)
+    makes the family's totals look like the Model's."""
+    kinds, cfg = operator_kinds(), settings().rules
+    ref = [op.least_yield for op in theirs if op.kind == "heavy" and kinds.family(op.name) == family
+           and op.least_yield is not None]
+    if not ref:
+        return None
+    for op in mine:
+        if op.kind == "heavy" and kinds.family(op.name) == family and op.least_yield is not None and \
+                op.least_yield * cfg.heavy_factor < min(ref):
+            return (f"a call of PyTorch's aten.{op.name} returns {op.least_yield:.3g} bytes per byte it reads where "
+                    f"the problem's Model's {family} layers return {min(ref):.3g}: that is not the Model's layer but "
+                    "other work spelled as one (a reduction?); only the Model's own heavy layers may stay in PyTorch, "
+                    "write the rest in Triton")
+    return None
 
 
 def _heavy_out(ops: list[Op]) -> dict[str, int]:

@@ -23,6 +23,9 @@ A checked call of the candidate's is also traced (agent.harness.trace), and the 
 it as to a validation call: a forward that does the stage's work in Triton while validated and in PyTorch once timed
 (it can count its calls) is refused. On the GPU a traced call's time is left out of the clocks (tracing copies
 every buffer a launch is given); the candidate cannot tell which calls those are, as it cannot tell which are checked.
+The energy loop's checked calls are traced too, through the same path as the device clock's (a forward that could
+tell the energy loop apart would otherwise cheat on energy alone); a block's energy then includes one traced call's
+copies: the candidate's cost, never its gain (energy_checked_calls of several hundred calls or more per block).
 
 Everything the loop calls (events, synchronize, the flush's sum, the fill, the energy counter) is a reference taken
 before the candidate was imported (agent.harness.trusted).
@@ -108,13 +111,21 @@ class Bench:
     def _traced(self, checked: bool) -> bool:
         return self.tracker is not None and checked
 
+    def _recorded(self, out: Any, keep: bool) -> tuple[int, bool, Any, list[list[int]]] | None:
+        """Count the call's launches; a checked call's trace (None for the others)."""
+        if self.tracker is None:
+            return None
+        self.launch_counts.append(self.tracker.launches)
+        if not keep:
+            return None
+        tensors = flatten(out)[1]
+        launched, trace = self.tracker.end(tensors)
+        return self.tracker.launches, launched, trace, [list(o.shape) for o in tensors]
+
     def _end(self, out: Any, keep: bool) -> None:
-        if self.tracker is not None:
-            self.launch_counts.append(self.tracker.launches)
-            if keep:
-                tensors = flatten(out)[1]
-                launched, trace = self.tracker.end(tensors)
-                self.traces.append((self.tracker.launches, launched, trace, [list(o.shape) for o in tensors]))
+        recorded = self._recorded(out, keep)
+        if recorded is not None:
+            self.traces.append(recorded)
         if keep:
             self.outputs.append([self.t.to(self.t.clone(o), "cpu") for o in flatten(out)[1]])
 
@@ -126,22 +137,39 @@ class Bench:
         )
 
     def gpu(self) -> BenchStats:
+        """Both clocks, then energy: each loop one call below this one, so that every call of the forward has the
+        same frames above it (a forward that probes its stack, e.g. by recursing to the limit, cannot tell them)."""
+        cfg = self.cfg
+        stats = self._clocks()
+        self.energy(stats, base=len(self.plan.positions) + len(self.plan.latency_positions))
+        honest = cfg.wall_factor * (stats.median_ms + (stats.host_ms or 0.0)) + cfg.wall_slack_ms
+        latency, spread = stats.latency_ms, stats.latency_spread_pct
+        if latency is not None and spread is not None and latency > honest:
+            stats.note = (f"a synchronized call takes {latency:.3f} ms but its host dispatch "
+                          f"({stats.host_ms:.3f} ms) and CUDA events ({stats.median_ms:.3f} ms) account for less: work "
+                          "outside the timed stream or after return; the device clock reports the call's latency")
+            stats.median_ms, stats.spread_pct = latency, spread
+        return stats
+
+    def _clocks(self) -> BenchStats:
         t, cfg = self.t, self.cfg
         flush = self.t.ones(cfg.flush_mb * (1 << 20) // 4, device="cuda")
 
         def flush_l2() -> None:
             t.sum(flush)
 
+        # every call goes through _call, whichever loop it is in: the same frames above the forward (a forward must
+        # not tell a loop, or a checked call, by its callers)
         for _ in range(max(1, cfg.warmup_calls)):
             self._fill()
-            self.call()
+            self._call(False)
         t.sync()
         probe = []
         for _ in range(3):
             self._fill()
             t.sync()
             t0 = t.perf_counter()
-            self.call()
+            self._call(False)
             t.sync()
             probe.append((t.perf_counter() - t0) * 1000)
         est_ms = max(statistics.median(probe), 1e-3)
@@ -193,13 +221,6 @@ class Bench:
         stats = self._stats(times, samples, "")
         stats.latency_ms, stats.latency_spread_pct = statistics.median(walls), spread_pct(walls)
         stats.host_ms, stats.latency_repeats = statistics.median(hosts), lat_reps
-        self.energy(stats, base=n + len(self.plan.latency_positions))
-        honest = cfg.wall_factor * (stats.median_ms + stats.host_ms) + cfg.wall_slack_ms
-        if stats.latency_ms > honest:
-            stats.note = (f"a synchronized call takes {stats.latency_ms:.3f} ms but its host dispatch "
-                          f"({stats.host_ms:.3f} ms) and CUDA events ({stats.median_ms:.3f} ms) account for less: work "
-                          "outside the timed stream or after return; the device clock reports the call's latency")
-            stats.median_ms, stats.spread_pct = stats.latency_ms, stats.latency_spread_pct
         return stats
 
     def energy(self, stats: BenchStats, base: int) -> None:
@@ -229,7 +250,7 @@ class Bench:
         total = per_block * cfg.energy_blocks
         at = dict(zip(sample_indices(self.plan.energy_positions, total),
                       range(base, base + len(self.plan.energy_positions))))
-        per_call, powers, kept = [], [], []
+        per_call, powers, kept, traces = [], [], [], []
         for b in range(cfg.energy_blocks):
             t.sync()
             start = counter.tick()
@@ -239,10 +260,12 @@ class Bench:
             for j in range(per_block):
                 i = b * per_block + j
                 self._fill(self.plan.pool_seeds[at[i]] if i in at else None)
-                self._begin()
-                out = self.call()
-                if self.tracker is not None:
-                    self.launch_counts.append(self.tracker.launches)
+                # the device clock's path (the same frames, the same recording of a checked call): a forward must
+                # not tell this loop from the others, where its checked calls are held to the run-time rules
+                out = self._call(i in at)
+                recorded = self._recorded(out, i in at)
+                if recorded is not None:
+                    traces.append(recorded)
                 if i in at:  # a copy on the GPU, brought back after the block: a copy to the host would stall it
                     kept.append((at[i], [t.clone(o) for o in flatten(out)[1]]))
             t.sync()
@@ -256,6 +279,7 @@ class Bench:
             powers.append(mj / 1000.0 / max(done - start[1], 1e-9))
         for _, outs in kept:
             self.outputs.append([t.to(o, "cpu") for o in outs])
+        self.traces += traces  # only where energy was measured: the parent expects these calls' outputs then
         stats.sampled += [k for k, _ in kept]
         stats.energy_mj, stats.energy_spread_pct = statistics.median(per_call), spread_pct(per_call)
         stats.energy_blocks, stats.energy_calls, stats.energy_period_ms = cfg.energy_blocks, per_block, period_s * 1000
@@ -281,7 +305,7 @@ class Bench:
         reps = max(1, self.cfg.cpu_reps)
         at = dict(zip(sample_indices(self.plan.positions, reps), range(len(self.plan.pool_seeds))))
         self._fill()
-        self.call()  # warm-up
+        self._call(False)  # warm-up
         times = []
         for i in range(reps):
             self._fill(self.plan.pool_seeds[at[i]] if i in at else None)

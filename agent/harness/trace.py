@@ -6,8 +6,13 @@ driver's launcher class on the GPU. For every call it counts launches and the st
 traced call it also copies each storage a launch was given before and after the launch, to know which ones the
 launch wrote, and records every PyTorch operator the forward ran (a TorchDispatchMode), with what it read: in total
 per operator, and call by call which storages already met (inputs, launches' tensors) it read, in the forward's
-order (so the parent knows what a buffer a kernel wrote was used for). While tracing, every storage met is kept
-alive to the end of the call: a freed buffer's address handed to a new one would otherwise be the same storage.
+order (so the parent knows what a buffer a kernel wrote was used for). Tracing keeps nothing of the forward's alive:
+what the allocator hands out must be what it hands out in a call nobody records (a freed buffer that comes back, or
+does not, would tell the forward it is being checked). An allocation at a freed storage's address is a new storage
+(every allocation passes the dispatch mode), with an id of its own.
+What PyTorch computes on counts as the data where it derives from the inputs, or where a launch could have written it:
+a kernel reaches memory by address (an offset from a pointer it was given), so after the first launch every storage
+but those made since the last launch may hold the data.
 
 The worker reports these facts; the parent judges them (agent.harness.rules).
 """
@@ -76,7 +81,6 @@ class Tracker:
         self._launch_log: list[Launch] = []
         self._ops: dict[str, Op] = {}
         self._reads: list[Read] = []
-        self._alive: list[Any] = []
         kinds = operator_kinds()
         self.free, self.heavy, self.metadata = kinds.free, kinds.heavy, kinds.metadata
         self.installed = ""
@@ -125,10 +129,14 @@ class Tracker:
         """Start recording one call; `count_only` (timed calls): launches are counted, nothing else is looked at."""
         self.tracing, self.launches, self.count_only = trace, 0, count_only
         self.launch_storages = set()
-        self._ids, self._storages, self._launch_log, self._ops, self._reads, self._alive = {}, {}, [], {}, [], []
+        self._ids, self._storages, self._launch_log, self._ops, self._reads = {}, {}, [], {}, []
         self._input_ids = [self._id(t) for t in _tensors(inputs, self.torch)] if trace else []
         # storages derived from the forward's inputs (the data), followed through operators and launches
         self._tainted = {self._key(t) for t in _tensors(inputs, self.torch)} if trace else set()
+        # storages seen this call, and those operators made since the last launch: a kernel reaches memory by address
+        # (an offset from a buffer it was given), so once one has run, any storage older than it may hold the data
+        self._seen: set[int] = set()
+        self._born: set[int] = set()
 
     def end(self, outputs: list[Any]) -> tuple[bool, Trace | None]:
         """(every output's storage was given to a launch, the trace if tracing)."""
@@ -142,7 +150,6 @@ class Tracker:
                           inputs=self._input_ids, outputs=[self._id(t) for t in outputs],
                           storages=list(self._storages.values()))
             self.tracing = False
-            self._alive = []
             return launched, trace
         finally:
             self.depth -= 1
@@ -153,11 +160,16 @@ class Tracker:
     def _id(self, t: Any) -> int:
         key = self._key(t)
         if key not in self._ids:
-            self._ids[key] = len(self._ids)
-            self._storages[key] = Storage(id=self._ids[key], bytes=int(t.untyped_storage().nbytes()), shape=list(t.shape))
-            if self.tracing:
-                self._alive.append(t.untyped_storage())
+            self._ids[key] = len(self._storages)  # ids are never reused: a retired address keeps its storage's record
+            self._storages[self._ids[key]] = Storage(id=self._ids[key], bytes=int(t.untyped_storage().nbytes()),
+                                                     shape=list(t.shape))
         return self._ids[key]
+
+    def _retire(self, key: int) -> None:
+        """The storage at `key` was freed and the address handed to a new one: forget the old one's id and taint."""
+        self._ids.pop(key, None)
+        self._tainted.discard(key)
+        self.launch_storages.discard(key)
 
     def _launch(self, name: str, args: Any, run: Callable[[], Any]) -> Any:
         if self.depth:
@@ -173,13 +185,19 @@ class Tracker:
             if not self.tracing:
                 return run()
             by_key = {self._key(t): t for t in tensors}
-            before = {k: self._snapshot(t) for k, t in by_key.items()}
-            result = run()
+            with self.trusted.apart():
+                before = {k: self._snapshot(t) for k, t in by_key.items()}
             self.trusted.sync()
-            written = [span for k, t in by_key.items() if (span := self._changed(t, before[k])) is not None]
+            result = run()
+            with self.trusted.apart():
+                written = [span for k, t in by_key.items() if (span := self._changed(t, before[k])) is not None]
+                del before
+            self.trusted.sync()
             if self._tainted & set(by_key):
                 self._tainted.update(k for k, t in by_key.items() if self._id(t) in {w.id for w in written})
             self._launch_log.append(Launch(kernel=name, args=[self._extent(t) for t in tensors], written=written))
+            self._seen.update(by_key)
+            self._born = set()
             return result
         finally:
             self.depth -= 1
@@ -244,12 +262,26 @@ class Tracker:
             op.calls += 1
             op.in_bytes += sum(sizes)
             op.out_bytes += sum(t.numel() * t.element_size() for t in _tensors(out, self.torch))
-            if any(self._key(t) in self._tainted for t in ins.values()):
+            in_keys = {self._key(t) for t in ins.values()}
+            made = {self._key(t) for t in outs} - in_keys  # allocations: a key met before is a freed storage's address
+            for key in made & (self._seen | set(self._ids)):
+                self._retire(key)
+            if any(self._holds_data(k) for k in in_keys):
                 op.data_bytes += sum(sizes)
                 self._tainted.update(self._key(t) for t in outs)
+            self._born.update(made)
+            self._seen.update(in_keys | {self._key(t) for t in outs})
             op.largest_bytes = max([op.largest_bytes, *sizes, *(t.numel() * t.element_size() for t in outs)])
+            if kind == "heavy" and sum(sizes):
+                ratio = sum(t.numel() * t.element_size() for t in _tensors(out, self.torch)) / sum(sizes)
+                op.least_yield = ratio if op.least_yield is None else min(op.least_yield, ratio)
         finally:
             self.depth -= 1
+
+    def _holds_data(self, key: int) -> bool:
+        """Derived from the inputs, or possibly written by a kernel: any storage but those made after the last launch
+        (a weight read before the first launch is not the data; one read after it may have been overwritten)."""
+        return key in self._tainted or (bool(self._launch_log) and key not in self._born)
 
     def _record_read(self, name: str, kind: Literal["free", "heavy", "compute"], ins: list[Any],
                      outs: list[Any]) -> None:

@@ -46,6 +46,10 @@ class Trusted:
             self.elapsed = torch._C._CudaEventBase.elapsed_time
             self.current_stream = torch.cuda.current_stream
             self._sleep = torch._C._cuda_sleep  # a GPU-side spin for N cycles
+            # the tracer's own buffers come from this stream's pool: the caching allocator never hands a block freed
+            # there to the forward (default stream), which then gets in a recorded call what it gets in the others
+            self.aside = torch.cuda.Stream()
+            self.stream_context = torch.cuda.stream
         self.energy: Any = None  # an agent.harness.energy.EnergyCounter once open_energy() found one
         self.energy_note = "CPU mode: no GPU energy counter" if not self.cuda else "energy counter not opened"
 
@@ -60,6 +64,16 @@ class Trusted:
             self.energy, self.energy_note = None, found
         else:
             self.energy, self.energy_note = found, ""
+
+    def apart(self) -> Any:
+        """A context in which the harness's bookkeeping allocates out of the forward's reach (the GPU: another
+        stream's memory pool, everything before it finished; the CPU: as it is, every CPU call being recorded)."""
+        import contextlib
+
+        if not self.cuda:
+            return contextlib.nullcontext()
+        self._sync()
+        return self.stream_context(self.aside)
 
     def sync(self) -> None:
         if self.cuda:
