@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from agent.datafiles import load_toml
 from agent.harness.names import aliases as find_aliases
+from agent.harness.hooks import allocator_hooks
 from agent.harness.mainguard import skip_main_guards
 from agent.harness.names import builtin_uses, chain_root, dotted
 from agent.harness.reach import Reach
@@ -436,6 +437,8 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
                     c.assignment(t)
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
                 c.assignment(node.target)
+        for node, message in allocator_hooks(tree, c.aliases):
+            c.add(node, "escape", message)
         kernels = _kernels(tree, c.aliases)
         _kernels_present(c, kernels)
         if stage_rules.forbid_store_then_load:
