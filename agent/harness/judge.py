@@ -65,7 +65,7 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
                           f"({invented[:5]})" if invented else "") + ": the report was tampered with [tampering]")
         return
     reference_traces = {t.id: t.trace for t in ref.trials if t.trace is not None}
-    broken = rules.judge(res.trials, reference_traces, req.stage.rules)
+    broken = rules.judge(res.trials, reference_traces, req.stage.rules, _zero_outputs(known))
     if broken:
         result.verdict, result.message = Verdict.RULE_VIOLATION, broken + " [run-time]"
         return
@@ -83,7 +83,7 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
         result.message = ("a timed call launched no Triton kernel: the candidate's kernels must run on every call "
                           "[run-time]")
         return
-    broken = _timed_rules(res, ref, len(ref.pool) - len(energy_pool), req.stage.rules)
+    broken = _timed_rules(res, ref, len(ref.pool) - len(energy_pool), req.stage.rules, timed)
     if broken:
         result.verdict, result.message = Verdict.RULE_VIOLATION, broken
         return
@@ -98,15 +98,26 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     result.timing = timing
 
 
-def _timed_rules(res: WorkerResult, ref: Reference, expected: int, stage_rules: Any) -> str | None:
+def _zero_outputs(known: list[tuple[Any, list[Any]]]) -> frozenset[int]:
+    """The trials whose outputs (as the parent received them) are all tensors, every one all zeros."""
+    import torch
+
+    return frozenset(r.id for r, outs in known if outs and all(
+        isinstance(o, torch.Tensor) and o.numel() and not bool(o.any()) for o in outs))
+
+
+def _timed_rules(res: WorkerResult, ref: Reference, expected: int, stage_rules: Any,
+                 outputs: list[list[Any]]) -> str | None:
     """The run-time rules on the checked timed calls (traced where they ran): the work that is timed must be the
-    work that was validated. Each checked call outside the energy loop must have come back with its trace."""
+    work that was validated. Each checked call outside the energy loop must have come back with its trace; its
+    outputs come first in `outputs`, in the same order (the energy loop's follow)."""
     timed = res.timed_trials
     if len(timed) != expected or any(t.trace is None for t in timed):
         return (f"the candidate's process reported {len(timed)} traced timed calls where the harness checked "
                 f"{expected}: the report was tampered with [tampering]")
     first = ref.trials[0].trace if ref.trials else None
-    broken = rules.judge(timed, {t.id: first for t in timed if first is not None}, stage_rules)
+    broken = rules.judge(timed, {t.id: first for t in timed if first is not None}, stage_rules,
+                         _zero_outputs(list(zip(timed, outputs))))
     return f"{broken} (while timed) [run-time]" if broken else None
 
 

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from agent.datafiles import load_toml
 from agent.harness.names import aliases as find_aliases
+from agent.harness.mainguard import skip_main_guards
 from agent.harness.names import builtin_uses, chain_root, dotted
 from agent.harness.reach import Reach
 from agent.schema import StageRules
@@ -34,6 +35,7 @@ _SELF = {"self", "cls"}
 MAX_CODE_BYTES = 256 * 1024
 TIME_CAP_S = 5.0
 _FORMAT_DUNDER = re.compile(r"\{[^{}]*__\w*")  # "{0.__class__}".format(x): attribute access inside a string
+_FORMAT_FIELD, _DOT_NAME = re.compile(r"\{([^{}]*)"), re.compile(r"\.(\w+)")  # "{0.a.b}": the attributes it reads
 
 
 class Violation(BaseModel):
@@ -48,6 +50,7 @@ class Violation(BaseModel):
 class _Data(BaseModel):
     allowed_modules: list[str]
     triton_api: list[str]
+    module_api: dict[str, list[str]]
     builtins: set[str]
     forbidden: dict[str, str]
     forbidden_attributes: dict[str, str]
@@ -154,6 +157,11 @@ class _Checker:
                          "(triton.jit/autotune/heuristics/Config/cdiv/next_power_of_2 and triton.language)")
                 return False
             return True  # one of the listed paths (some pass through triton.runtime, which is otherwise refused)
+        api = d.module_api.get(parts[0])
+        if api is not None and len(parts) > 1 and not any(path == a or a.startswith(path + ".") for a in api):
+            self.add(node, "escape", f"`{path}` is not part of the {parts[0]} API a kernel module may use "
+                     f"({', '.join(api)})")
+            return False
         if path.startswith(_TL + ".") and path in self.absent:
             self.add(node, "absent-triton", f"`tl.{path[len(_TL) + 1:]}` does not exist in Triton: write it from tl.exp etc.")
             return False
@@ -219,6 +227,11 @@ class _Checker:
     def string(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _FORMAT_DUNDER.search(node.value):
             self.add(node, "escape", "a format string that reaches a dunder attribute is not allowed")
+        if isinstance(node.value, str) and "{" in node.value:  # "{0.created}".format(record) reads an attribute
+            for name in (n for field in _FORMAT_FIELD.findall(node.value) for n in _DOT_NAME.findall(field)):
+                if name in _data().forbidden_attributes:
+                    self.add(node, _data().forbidden_attributes[name], f"a format string that reads `.{name}` is "
+                             "not allowed")
         if isinstance(node.value, str) and (register := _PTX_CLOCK.search(node.value)):
             self.add(node, "clock", f"`{register.group(0)}` is a clock register: {_WHY['clock']}")
 
@@ -277,40 +290,6 @@ _INLINE_ASM = "inline_asm_elementwise"
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
 # torch.backends calls that only read (whether a backend is there, its version): the flags are compared at run time
 _BACKEND_QUERIES = {"is_available", "version", "is_built"}
-
-
-def _is_main_test(test: ast.expr) -> bool:
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = [test.left, test.comparators[0]]
-    return (any(isinstance(x, ast.Name) and x.id == "__name__" for x in sides)
-            and any(isinstance(x, ast.Constant) and x.value == "__main__" for x in sides))
-
-
-def _binds_module_name(tree: ast.Module) -> bool:
-    """Whether the code could make `__name__` anything but the module's name: any occurrence other than a read
-    (an assignment, a walrus, an import alias, a def, a pattern capture, `global __name__`, an argument)."""
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name):
-            if n.id == "__name__" and not isinstance(n.ctx, ast.Load):
-                return True
-        elif not isinstance(n, (ast.Attribute, ast.Constant)):
-            for _, value in ast.iter_fields(n):
-                if value == "__name__" or (isinstance(value, list) and "__name__" in value):
-                    return True
-    return False
-
-
-def _skip_main_guards(tree: ast.Module) -> bool:
-    """Empty the bodies of top-level `if __name__ == "__main__":` blocks (an answer's self-test or benchmark, which
-    may time with what a kernel module may not use): the harness imports the candidate under another name, so they
-    never run, provided nothing in the code rebinds `__name__`. Their `else` branches run and stay checked."""
-    guards = [n for n in tree.body if isinstance(n, ast.If) and _is_main_test(n.test)]
-    if not guards or _binds_module_name(tree):
-        return False
-    for g in guards:
-        g.body = [ast.copy_location(ast.Pass(), g)]
-    return True
 
 
 # ---------------------------------------------------------------- kernels
@@ -398,7 +377,7 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
         return [Violation(line=1, rule="size", message=f"the code is over {MAX_CODE_BYTES // 1024} KB: not a kernel module")]
     tree = ast.parse(code)
-    if _skip_main_guards(tree):
+    if skip_main_guards(tree):
         code = ast.unparse(tree)  # for the builtins' scope analysis (the tree keeps the original line numbers)
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):

@@ -1,0 +1,76 @@
+"""agent.harness.policy: the APIs honest answers use past torch and triton.language (Hopper TMA descriptors,
+logging, torch.testing, __slots__), each admitted with the fence that keeps it from computing, timing or escaping."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.test_policy import rules_of
+
+
+def test_tma_descriptors_host_and_device_are_allowed():
+    assert rules_of("""
+        from triton.tools.tensor_descriptor import TensorDescriptor
+        import triton.tools.tensor_descriptor as td
+        d = TensorDescriptor.from_tensor(torch.zeros(4, 4), [4, 4])
+        e = td.TensorDescriptor(torch.zeros(4, 4), [4, 4], [4, 1], [4, 4])
+        triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8))
+    """) == set()
+
+
+@pytest.mark.parametrize("code", [
+    "import triton.tools.disasm",
+    "from triton.tools import compile",
+    "triton.tools.tensor_descriptor.validate_block_shape([4])",
+    "triton.runtime.driver.active.launcher_cls",
+])
+def test_the_rest_of_triton_tools_and_runtime_stays_refused(code):
+    assert rules_of(code) & {"import", "escape"}
+
+
+def test_a_logger_and_its_levels_are_allowed():
+    assert rules_of("""
+        import logging
+        log: logging.Logger = logging.getLogger(__name__)
+        log.setLevel(logging.DEBUG)
+        log.debug("x %s", 1)
+        logging.getLogger("a").exception("failed")
+    """) == set()
+
+
+@pytest.mark.parametrize("code, rule", [
+    ("logging.basicConfig(filename='log.txt')", "escape"),        # writes a file
+    ("logging.FileHandler('log.txt')", "escape"),
+    ("from logging import Formatter", "escape"),                  # %(created)f: a clock
+    ("logging.makeLogRecord({})", "escape"),
+    ("logging.time.time()", "escape"),                            # the module time, through logging
+    ("logging.disable(50)", "escape"),
+    ("import logging.handlers", "import"),
+    ("logging.getLogger().handlers[0]", "clock"),                 # a handler is handed every record
+    ("logging.getLogger().addFilter(print)", "clock"),
+    ("getattr(logging.getLogger(), 'addHandler')", "clock"),
+    ("r.created", "clock"),                                       # a record's timestamps, whatever reached it
+    ("r.relativeCreated", "clock"),
+    ("'{0.msecs}'.format(r)", "clock"),
+    ("'{r.args.created}'.format(r=r)", "clock"),
+])
+def test_what_a_logger_offers_past_logging_stays_refused(code, rule):
+    assert rule in rules_of("import logging\n" + code)
+
+
+def test_a_format_string_without_forbidden_attributes_is_fine():
+    assert rules_of("s = '{0.shape} {1:.3f} {}'.format(torch.zeros(1), 1.0, 2)") == set()
+
+
+def test_torch_testing_is_allowed_but_not_its_private_modules():
+    assert rules_of("torch.testing.assert_close(torch.zeros(1), torch.zeros(1))") == set()
+    assert "escape" in rules_of("torch.testing._internal")
+
+
+def test_slots_in_a_class_body_are_allowed():
+    assert rules_of(textwrap.dedent("""
+        class Cfg:
+            __slots__ = ("block", "warps")
+    """)) == set()
