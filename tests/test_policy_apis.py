@@ -74,3 +74,14 @@ def test_slots_in_a_class_body_are_allowed():
         class Cfg:
             __slots__ = ("block", "warps")
     """)) == set()
+
+
+def test_the_tutorials_driver_import_is_allowed_and_nothing_else_of_triton_runtime():
+    assert rules_of("""
+        from triton.runtime import driver
+        DEVICE = driver.active.get_active_torch_device()
+        sms = driver.active.utils.get_device_properties(DEVICE.index)["multiprocessor_count"]
+    """) == set()
+    for code in ("from triton.runtime import jit", "from triton.runtime import driver\ndriver.set_active(None)",
+                 "from triton.runtime import driver\ndriver.active.launcher_cls", "from triton.runtime.jit import JITFunction"):
+        assert rules_of(code) & {"escape", "import"}, code
