@@ -85,3 +85,20 @@ def test_the_tutorials_driver_import_is_allowed_and_nothing_else_of_triton_runti
     for code in ("from triton.runtime import jit", "from triton.runtime import driver\ndriver.set_active(None)",
                  "from triton.runtime import driver\ndriver.active.launcher_cls", "from triton.runtime.jit import JITFunction"):
         assert rules_of(code) & {"escape", "import"}, code
+
+
+def test_contextlib_guards_and_torch_version_are_allowed():
+    assert rules_of("""
+        import contextlib
+        from contextlib import contextmanager, nullcontext
+        from torch.nn.parameter import Parameter
+        hip = torch.version.hip is not None
+        with contextlib.nullcontext():
+            pass
+    """) == set()
+
+
+@pytest.mark.parametrize("code", ["import contextlib\ncontextlib.chdir('/')", "from contextlib import redirect_stdout",
+                                  "import contextlib\ncontextlib.os.getcwd()", "import contextlib\ncontextlib.sys"])
+def test_the_rest_of_contextlib_stays_refused(code):
+    assert rules_of(code) & {"escape", "import"}
