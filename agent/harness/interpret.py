@@ -142,5 +142,5 @@ def _driver() -> None:
     try:
         driver.active  # noqa: B018 (a GPU machine's driver, where one is active, stays)
     except RuntimeError:
-        driver.set_active(_CpuDriver())  # type: ignore[arg-type]
+        driver.set_active(_CpuDriver())
 
