@@ -113,3 +113,18 @@ def test_a_block_choosing_its_imports_with_try_or_if_is_joined():
 def test_a_try_or_if_that_runs_code_is_still_a_usage_snippet():
     for snippet in ("try:\n    k = 1\n    k(1)\nexcept ImportError:\n    pass\n", "if True:\n    k = 1\nelse:\n    k(1)\n"):
         assert extract_code(fenced(snippet) + fenced(USES_KERNEL)) == USES_KERNEL
+
+
+CODE = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+
+
+def test_unfenced_code_between_lines_of_prose_is_the_code():
+    assert extract_code("Here is the implementation.\n\n" + CODE + "\nIt reads x once.\n- one launch\n") == CODE.rstrip("\n")
+    assert extract_code("Below is the full code:\n" + CODE) == CODE.rstrip("\n")
+
+
+def test_unfenced_code_broken_inside_a_block_stays_broken():
+    """Only unindented (prose) lines are cut from the end: a broken last line of a method is a syntax error."""
+    broken = CODE.replace("return x\n", "y = x\n        return (y\n")
+    assert extract_code(broken) == broken
+    assert extract_code("Here:\n" + broken) == "Here:\n" + broken

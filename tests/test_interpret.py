@@ -1,5 +1,6 @@
 """agent.harness.interpret: in CPU mode Triton's interpreter runs honest kernels the GPU compiler runs (a kernel
-that reads a constant from its closure, a range loop's index used as a tensor, libdevice functions). Each case
+that reads a constant from its closure, a range loop's index used as a tensor, libdevice functions, the driver's
+device queries). Each case
 runs in a fresh interpreter process: TRITON_INTERPRET is read when a kernel is defined."""
 
 from __future__ import annotations
@@ -49,8 +50,17 @@ x, o = torch.arange(4.0), torch.empty(4)
 {case}
 print(o.tolist())
 """
-CASES = {"closure": "make(4)[(1,)](x, o)", "libdevice": "fused[(1,)](x, o)", "range index": "rows[(3,)](x, o, 4, BLOCK=1)"}
-EXPECTED = {"closure": "[0.0, 2.0, 4.0, 6.0]", "libdevice": "[1.0, 3.0, 5.0, 7.0]", "range index": "[0.0, 1.0, 2.0, 3.0]"}
+# the driver: the device queries of Triton's tutorials (a CPU-only machine has no active driver)
+DRIVER = """
+active = triton.runtime.driver.active
+dev = active.get_active_torch_device()
+sms = active.utils.get_device_properties(dev.index)["multiprocessor_count"]
+o = torch.tensor([float(dev.type == "cpu"), float(sms > 0), float(active.get_current_target().arch), 0.0])
+"""
+CASES = {"closure": "make(4)[(1,)](x, o)", "libdevice": "fused[(1,)](x, o)", "range index": "rows[(3,)](x, o, 4, BLOCK=1)",
+         "driver": DRIVER}
+EXPECTED = {"closure": "[0.0, 2.0, 4.0, 6.0]", "libdevice": "[1.0, 3.0, 5.0, 7.0]", "range index": "[0.0, 1.0, 2.0, 3.0]",
+            "driver": "[1.0, 1.0, 0.0, 0.0]"}
 
 
 def run(case: str, installed: bool, tmp_path: Path) -> subprocess.CompletedProcess:

@@ -63,6 +63,17 @@ def test_the_returned_tensor_must_be_written_by_a_triton_kernel():
     assert "not written by any Triton kernel" in (traced(trial([dummy]), REFERENCE, FUSION) or "")
 
 
+def test_an_all_zero_output_handed_to_a_launch_needs_no_visible_write():
+    """Zeros stored over zeros change no byte (an atomic_add accumulator whose sum is exactly 0): all-zero outputs
+    carry nothing PyTorch could have computed, so the unseen write is not refused; any other output still is."""
+    accumulate = Launch(kernel="accumulate", args=[span(1), span(2)], written=[])
+    assert traced(trial([accumulate]), REFERENCE, FUSION, zero_output=True) is None
+    assert "not written by any Triton kernel" in (traced(trial([accumulate]), REFERENCE, FUSION) or "")
+    t = trial([accumulate])
+    assert judge([t], {0: REFERENCE}, FUSION, zero_outputs=frozenset({0})) is None
+    assert "not written" in (judge([t], {0: REFERENCE}, FUSION, zero_outputs=frozenset({1})) or "")
+
+
 def test_pytorch_computing_on_the_data_is_refused_but_preparing_weights_is_not():
     gap = Launch(kernel="gap", args=[span(1), span(2)], written=[span(2)])
     on_data = Op(name="mean", kind="compute", calls=1, in_bytes=32 * MB, data_bytes=32 * MB, largest_bytes=32 * MB)

@@ -75,7 +75,10 @@ def extract_code(text: str) -> str | None:
         return None
     blocks = _blocks(text)
     if not blocks:
-        return text if defines_model_new(text) or _parses(text) else None
+        if _parses(text):
+            return text
+        code = _unfenced_code(text)
+        return code if code is not None else (text if defines_model_new(text) else None)
     defining = [i for i, b in enumerate(blocks) if b.python and defines_model_new(b.body)]
     if not defining:
         defining = [i for i, b in enumerate(blocks) if defines_model_new(b.body) and _parses(b.body)]
@@ -83,6 +86,32 @@ def extract_code(text: str) -> str | None:
         return None
     last = defining[-1]
     return _with_helpers(blocks[last].body, [b.body for b in blocks[:last] if b.python])
+
+
+# A line that can open a kernel module at column 0: where unfenced code starts after a line of prose.
+_CODE_START = re.compile(r"^(import \w|from [\w.]+ import |@\w|def \w|class \w|#)")
+_MAX_TRIMMED_LINES = 64
+
+
+def _unfenced_code(text: str) -> str | None:
+    """Code without a fence between lines of prose ("Here is the kernel:" ... "It reads x once."): from the first
+    line that opens a module to the longest end that parses and defines ModelNew; None where no such span exists.
+    Only unindented lines are cut from the end (prose): code that breaks inside a block stays a syntax error, and at
+    most _MAX_TRIMMED_LINES ends are tried (each try parses once)."""
+    lines = text.split("\n")
+    start = next((i for i, line in enumerate(lines) if _CODE_START.match(line)), None)
+    if start is None:
+        return None
+    for tried, end in enumerate(range(len(lines), start, -1)):
+        last = lines[end - 1]
+        if not last.strip():
+            continue
+        code = "\n".join(lines[start:end])
+        if (start or end < len(lines)) and defines_model_new(code) and _parses(code):
+            return code
+        if last[0] in " \t" or tried > _MAX_TRIMMED_LINES:
+            return None  # an indented line is code: cutting into it would change the program
+    return None
 
 
 def _with_helpers(code: str, earlier: list[str]) -> str:

@@ -12,6 +12,9 @@ TRITON_INTERPRET=1. Each fix gives a kernel no reach it lacks on the GPU: the sa
 - libdevice: `triton.language.extra.libdevice` is a table of stubs the compiler maps to the backend's library; the
   interpreter calls the stubs, which return None. Those with a triton.language.math twin of the same meaning run as
   that twin (looked up at call time: the interpreter patches triton.language.math while a kernel runs).
+- The driver: Triton's tutorials begin `DEVICE = triton.runtime.driver.active.get_active_torch_device()`; without a
+  GPU no driver is active and that raises. The interpreter computes on the CPU, so where no driver is active the
+  queries a kernel module may use (policy.toml's triton_api) answer for the CPU: a kernel's data lives there.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ def install() -> None:
     _closures()
     _range_loops()
     _libdevice()
+    _driver()
 
 
 def _closures() -> None:
@@ -98,3 +102,45 @@ def _libdevice() -> None:
         for name in _LIBDEVICE_TWINS:
             if hasattr(module, name) and hasattr(tl.math, name):
                 setattr(module, name, _twin(name))
+
+
+class _CpuUtils:
+    @staticmethod
+    def get_device_properties(device: Any = None) -> dict[str, int]:
+        import os
+
+        # the names CUDA's driver reports; one "multiprocessor" per core the interpreter may use
+        return {"multiprocessor_count": os.cpu_count() or 1, "max_shared_mem": 232448, "max_num_regs": 65536,
+                "warpSize": 32, "sm_clock_rate": 0, "mem_clock_rate": 0, "mem_bus_width": 0}
+
+
+class _CpuDriver:
+    """The device queries of triton_api, answered for the CPU the interpreter runs on."""
+
+    utils = _CpuUtils()
+
+    @staticmethod
+    def get_active_torch_device() -> Any:
+        import torch
+
+        return torch.device("cpu")
+
+    @staticmethod
+    def get_current_device() -> int:
+        return 0
+
+    @staticmethod
+    def get_current_target() -> Any:
+        from triton.backends.compiler import GPUTarget
+
+        return GPUTarget("cpu", 0, 32)
+
+
+def _driver() -> None:
+    from triton.runtime import driver
+
+    try:
+        driver.active  # noqa: B018 (a GPU machine's driver, where one is active, stays)
+    except RuntimeError:
+        driver.set_active(_CpuDriver())
+

@@ -65,7 +65,7 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
                           f"({invented[:5]})" if invented else "") + ": the report was tampered with [tampering]")
         return
     reference_traces = {t.id: t.trace for t in ref.trials if t.trace is not None}
-    broken = rules.judge(res.trials, reference_traces, req.stage.rules)
+    broken = rules.judge(res.trials, reference_traces, req.stage.rules, _zero_outputs(known))
     if broken:
         result.verdict, result.message = Verdict.RULE_VIOLATION, broken + " [run-time]"
         return
@@ -84,7 +84,7 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
                           "[run-time]")
         return
     expected = len(ref.pool) - (len(energy_pool) if t.energy_mj is None else 0)  # energy's checked calls: traced too
-    broken = _timed_rules(res, ref, expected, req.stage.rules)
+    broken = _timed_rules(res, ref, expected, req.stage.rules, timed)
     if broken:
         result.verdict, result.message = Verdict.RULE_VIOLATION, broken
         return
@@ -99,16 +99,26 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     result.timing = timing
 
 
-def _timed_rules(res: WorkerResult, ref: Reference, expected: int, stage_rules: Any) -> str | None:
+def _zero_outputs(known: list[tuple[Any, list[Any]]]) -> frozenset[int]:
+    """The trials whose outputs (as the parent received them) are all tensors, every one all zeros."""
+    import torch
+
+    return frozenset(r.id for r, outs in known if outs and all(
+        isinstance(o, torch.Tensor) and o.numel() and not bool(o.any()) for o in outs))
+
+
+def _timed_rules(res: WorkerResult, ref: Reference, expected: int, stage_rules: Any,
+                 outputs: list[list[Any]]) -> str | None:
     """The run-time rules on the checked timed calls (traced where they ran): the work that is timed must be the
     work that was validated. Each checked call must have come back with its trace (the energy loop's where energy
-    was measured)."""
+    was measured); `outputs` holds their outputs in the same order."""
     timed = res.timed_trials
     if len(timed) != expected or any(t.trace is None for t in timed):
         return (f"the candidate's process reported {len(timed)} traced timed calls where the harness checked "
                 f"{expected}: the report was tampered with [tampering]")
     first = ref.trials[0].trace if ref.trials else None
-    broken = rules.judge(timed, {t.id: first for t in timed if first is not None}, stage_rules)
+    broken = rules.judge(timed, {t.id: first for t in timed if first is not None}, stage_rules,
+                         _zero_outputs(list(zip(timed, outputs))))
     return f"{broken} (while timed) [run-time]" if broken else None
 
 

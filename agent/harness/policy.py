@@ -36,6 +36,7 @@ _SELF = {"self", "cls"}
 MAX_CODE_BYTES = 256 * 1024
 TIME_CAP_S = 5.0
 _FORMAT_DUNDER = re.compile(r"\{[^{}]*__\w*")  # "{0.__class__}".format(x): attribute access inside a string
+_FORMAT_FIELD, _DOT_NAME = re.compile(r"\{([^{}]*)"), re.compile(r"\.(\w+)")  # "{0.a.b}": the attributes it reads
 
 
 class Violation(BaseModel):
@@ -50,6 +51,7 @@ class Violation(BaseModel):
 class _Data(BaseModel):
     allowed_modules: list[str]
     triton_api: list[str]
+    module_api: dict[str, list[str]]
     builtins: set[str]
     forbidden: dict[str, str]
     forbidden_attributes: dict[str, str]
@@ -107,7 +109,10 @@ class _Checker:
                 self.add(node, "import", "relative imports are not allowed")
                 return
             module = node.module or ""
-            if not reach.allowed(module):
+            # `from triton.runtime import driver` (Triton's tutorials): a package on the way to a listed triton path,
+            # each name then judged as that path
+            on_the_way = module.startswith("triton.") and any(a.startswith(module + ".") for a in _data().triton_api)
+            if not reach.allowed(module) and not on_the_way:
                 self.add(node, "import", f"import of `{module}` is not allowed (a kernel module may import: {allowed_list})")
                 return
             if any(a.name == "*" for a in node.names):
@@ -161,6 +166,11 @@ class _Checker:
                          "(triton.jit/autotune/heuristics/Config/cdiv/next_power_of_2 and triton.language)")
                 return False
             return True  # one of the listed paths (some pass through triton.runtime, which is otherwise refused)
+        api = d.module_api.get(parts[0])
+        if api is not None and len(parts) > 1 and not any(path == a or a.startswith(path + ".") for a in api):
+            self.add(node, "escape", f"`{path}` is not part of the {parts[0]} API a kernel module may use "
+                     f"({', '.join(api)})")
+            return False
         if path.startswith(_TL + ".") and path in self.absent:
             self.add(node, "absent-triton", f"`tl.{path[len(_TL) + 1:]}` does not exist in Triton: write it from tl.exp etc.")
             return False
@@ -240,6 +250,11 @@ class _Checker:
     def string(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _FORMAT_DUNDER.search(node.value):
             self.add(node, "escape", "a format string that reaches a dunder attribute is not allowed")
+        if isinstance(node.value, str) and "{" in node.value:  # "{0.created}".format(record) reads an attribute
+            for name in (n for field in _FORMAT_FIELD.findall(node.value) for n in _DOT_NAME.findall(field)):
+                if name in _data().forbidden_attributes:
+                    self.add(node, _data().forbidden_attributes[name], f"a format string that reads `.{name}` is "
+                             "not allowed")
         if isinstance(node.value, str) and (register := _PTX_CLOCK.search(node.value)):
             self.add(node, "clock", f"`{register.group(0)}` is a clock register: {_WHY['clock']}")
 

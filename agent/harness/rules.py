@@ -54,8 +54,12 @@ def every_call(trials: list[TrialRecord]) -> str | None:
     return None
 
 
-def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules) -> str | None:
-    """The rules on one traced forward (the reference's trace of the same call bounds its heavy layers)."""
+def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules, zero_output: bool = False) -> str | None:
+    """The rules on one traced forward (the reference's trace of the same call bounds its heavy layers).
+
+    `zero_output`: every returned tensor is all zeros. A write is seen as changed bytes, so a kernel that stores
+    zeros into a zeroed buffer (an atomic_add accumulator; KernelBench #23's numerically-zero mean) leaves none; and
+    zeros carry nothing PyTorch could have computed for the kernels (an answer can store them into torch.empty)."""
     trace = trial.trace
     if trace is None:
         return None
@@ -66,7 +70,7 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules) -> st
     storages = {s.id: s for s in trace.storages}
     written = {w.id for launch in trace.launches for w in launch.written}
     for out in trace.outputs:
-        if out not in written:
+        if out not in written and not zero_output:
             return (f"the returned tensor ({_where(trial)}) was not written by any Triton kernel: PyTorch computed it "
                     "and the kernels did not")
     compute = [op for op in trace.ops if op.kind == "compute" and op.data_bytes]
@@ -187,14 +191,16 @@ def _intermediates(trial: TrialRecord, trace: Trace, big: int, rules: StageRules
     return None
 
 
-def judge(trials: list[TrialRecord], reference: dict[int, Trace], rules: StageRules) -> str | None:
-    """The first run-time rule the recorded calls break, as one message for the verdict; None when none."""
+def judge(trials: list[TrialRecord], reference: dict[int, Trace], rules: StageRules,
+          zero_outputs: frozenset[int] = frozenset()) -> str | None:
+    """The first run-time rule the recorded calls break, as one message for the verdict; None when none.
+    `zero_outputs`: the trials whose returned tensors are all zeros (see traced)."""
     found = every_call(trials)
     if found:
         return found
     for t in trials:
         if t.trace is not None:
-            found = traced(t, reference.get(t.id), rules)
+            found = traced(t, reference.get(t.id), rules, t.id in zero_outputs)
             if found:
                 return found
     return None
