@@ -445,6 +445,23 @@ def test_rejects_reading_the_harness_or_gpu_state_whatever_the_spelling(line):
     assert "observe" in rules_of(line)
 
 
+def test_a_layer_named_query_is_not_a_streams_query():
+    """Attention's projections are called with their input; the stream's query() takes none."""
+    assert rules_of("class A(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                    "        self.query = torch.nn.Linear(4, 4)\n\n    def forward(self, x):\n"
+                    "        return self.query(x)\n") == set()
+    assert "observe" in rules_of("def f(s):\n    q = s.query\n    return q()\n")  # passed around
+
+
+def test_a_softmax_temperature_of_its_own_is_not_the_gpus():
+    assert rules_of("class A:\n    def __init__(self, t):\n        self.temperature = t\n\n"
+                    "    def f(self, x):\n        return x / self.temperature\n") == set()
+    for line in ("t = torch.cuda.temperature()", "def f(c):\n    return c.temperature()",
+                 "def f(c):\n    t = c.temperature\n    return t", "class A:\n    def f(self):\n"
+                 "        return self.temperature()"):
+        assert "observe" in rules_of(line), line
+
+
 @pytest.mark.parametrize("line", [
     "with warnings.catch_warnings(record=True) as got:\n    pass", "kw = {'record': True}\nc = warnings.catch_warnings(**kw)",
     "def f(w):\n    return w.catch_warnings(record=1)", "def f(w):\n    w.showwarning = print",

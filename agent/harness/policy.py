@@ -183,7 +183,7 @@ class _Checker:
     def attribute(self, node: ast.Attribute) -> None:
         d = _data()
         name = node.attr
-        if name in d.forbidden_attributes:
+        if name in d.forbidden_attributes and not _own_name(node, self.own_classes):
             rule = d.forbidden_attributes[name]
             self.add(node, rule, f"`.{name}` is not allowed" + (f": {_WHY[rule]}" if rule in ("host-compute", "clock",
                                                                                           "observe") else ""))
@@ -312,6 +312,27 @@ class _Checker:
         if name == "catch_warnings" and (node.args or any(k.arg in ("record", None) for k in node.keywords)):
             self.add(node, "escape", "`catch_warnings(record=...)`: a recorded warning's place names the forward's "
                      "callers, which a kernel module may not learn")
+
+
+# Forbidden names honest code also gives its own things: attention's `self.query = nn.Linear(...)`, a softmax's
+# `self.temperature`. Refused where they read the GPU's state: Stream/Event.query() takes no argument; NVML's
+# readings are calls (torch.cuda.temperature() ...), and torch's own paths are judged as paths.
+_LAYER_NAMES = {"query"}
+_VALUE_NAMES = {"temperature", "utilization", "clock_rate", "power_draw"}
+
+
+def _own_name(node: ast.Attribute, own_classes: set[str]) -> bool:
+    if node.attr not in _LAYER_NAMES | _VALUE_NAMES:
+        return False
+    if isinstance(node.ctx, ast.Store):
+        return True
+    parent = getattr(node, "_parent", None)
+    called = isinstance(parent, ast.Call) and parent.func is node
+    if node.attr in _LAYER_NAMES:
+        return called and bool(parent.args or parent.keywords)  # type: ignore[union-attr]
+    root = chain_root(node)  # a value of the module's own (self.temperature), read, not called
+    return not called and isinstance(root, ast.Name) and (root.id in _SELF or root.id in own_classes) and \
+        node.value is root
 
 
 _WHY = {
