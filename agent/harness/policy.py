@@ -301,7 +301,6 @@ class _Checker:
                 path.rsplit(".", 1)[1] not in _BACKEND_QUERIES:
             self.add(node, "backend-flags", f"`{path}(...)` changes PyTorch's backend flags: not allowed")
 
-
     def callers(self, node: ast.Call) -> None:
         """A warning raised `stacklevel` frames up names the file and line of whoever called the forward (the
         harness's checked calls come from other lines than the rest): raising one is fine (`stacklevel=2` is common
