@@ -217,6 +217,12 @@ class Timing(Model):
     compile_error: float | None = Field(default=None, description="torch.compile's own relative error vs the fp64 "
                                         "truth on the timed inputs: its speed is only a fair mark within tolerance")
     compile_tolerance: float | None = None
+    compile_fp32_device_ms: float | None = Field(default=None, description="torch.compile with TF32 off (fp32 "
+                                                 "numerics): timed only where the default one is outside tolerance")
+    compile_fp32_latency_ms: float | None = None
+    compile_fp32_error: float | None = None
+    device_speedup_vs_compile_fp32: float | None = None
+    latency_speedup_vs_compile_fp32: float | None = None
     speedup_vs_eager: float | None = None
     speedup_vs_compile: float | None = None
     device_speedup_vs_eager: float | None = None

@@ -55,6 +55,18 @@ with torch.no_grad():
     e = model(x); ms_e = triton.testing.do_bench(lambda: model(x), warmup=20, rep=300)
     c = torch.compile(model); c(x); ms_c = triton.testing.do_bench(lambda: c(x), warmup=20, rep=300)
 print("eager", ms_e, "compile", ms_c, flush=True); out["eager"] = ms_e; out["compile"] = ms_c
+rel = lambda got: ((got.float() - want).abs().max() / want.abs().max()).item()
+out["eager_err"], out["compile_err"] = rel(e), rel(c(x))
+# torch.compile at the numerics an fp32 run holds candidates to: cuDNN's TF32 convolution off (PyTorch's default is
+# on, which is why torch.compile's own kb_67 output is outside the fp32 tolerance); a fresh compile under the flag
+torch.backends.cudnn.allow_tf32 = False
+import torch._dynamo; torch._dynamo.reset()
+with torch.no_grad():
+    e32 = model(x); ms_e32 = triton.testing.do_bench(lambda: model(x), warmup=20, rep=300)
+    c32 = torch.compile(model); y32 = c32(x); ms_c32 = triton.testing.do_bench(lambda: c32(x), warmup=20, rep=300)
+out.update(eager_fp32=ms_e32, eager_fp32_err=rel(e32), compile_fp32=ms_c32, compile_fp32_err=rel(y32))
+torch.backends.cudnn.allow_tf32 = True; torch._dynamo.reset()
+print({k: out[k] for k in out}, flush=True)
 A2 = [("    total = tl.zeros([BLOCK_C], dtype=tl.float32)\n", "    total2 = tl.zeros([BLOCK_P, BLOCK_C], dtype=tl.float32)\n"),
       ("        total += tl.sum(v, axis=0)\n", "        total2 += v\n    total = tl.sum(total2, axis=0)\n")]
 TF = [(P[0], 'PRECISION="tf32"')]

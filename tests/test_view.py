@@ -159,3 +159,17 @@ def test_the_full_leaderboard_and_a_candidate_say_where_each_candidate_started()
                                                            "finding": "small-grid"})
     c2.print(candidate_view(child))
     assert f"parent     {RUN}-i1-c2" in buf2.getvalue() and "idea       split rows  (for small-grid)" in buf2.getvalue()
+
+
+def test_the_timing_table_shows_torch_compile_with_tf32_off_where_it_was_timed() -> None:
+    from agent.view import timing_table
+
+    base = dict(candidate_ms=3.2, candidate_spread_pct=1.0, device_ms=3.2, latency_ms=3.3, eager_device_ms=4.7,
+                compile_device_ms=2.4, device_speedup_vs_compile=0.75, repeats=10, meaningful=True)
+    for extra, shown in (({}, False), (dict(compile_fp32_device_ms=5.1, compile_fp32_latency_ms=5.2,
+                                            device_speedup_vs_compile_fp32=1.59), True)):
+        c, buf = console()
+        c.print(timing_table(EvalResult(verdict=Verdict.CORRECT, message="", timing=Timing(**base, **extra))))
+        text = buf.getvalue()
+        assert ("torch.compile, TF32 off" in text) == shown and ("1.59×" in text) == shown
+        assert "0.75×" in text

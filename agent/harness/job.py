@@ -213,6 +213,9 @@ class WorkerResult(Model):
                                         "timed inputs (relative, as the candidates' is)")
     compile_tolerance: float | None = Field(default=None, description="the tolerance a candidate gets on those inputs "
                                             "(from eager's own fp32 error there)")
+    compiled_fp32: BenchStats | None = Field(default=None, description="torch.compile with TF32 off (fp32 numerics), "
+                                             "timed only where the default one's output is outside the tolerance")
+    compile_fp32_error: float | None = None
     captures: list[Capture] = Field(default_factory=list, description="inductor: what torch.compile generated for "
                                     "the problem's Model at each of the job's sizes")
     gpu: str = ""

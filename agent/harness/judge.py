@@ -171,6 +171,10 @@ def _compile_outside(base: WorkerResult | None, precision: str) -> str:
     if base is None or base.compile_error is None or tol is None or base.compile_error <= tol:
         return ""
     hint = "" if precision == "tf32" else "; --precision tf32 admits TF32's error"
+    exact = base.compiled_fp32 if precision == "fp32" else None
+    if exact is not None:
+        hint += (f"; torch.compile with TF32 off takes {exact.median_ms:.4g} ms on the device clock (relative error "
+                 f"{base.compile_fp32_error:.3g})" if base.compile_fp32_error is not None else "")
     return (f"torch.compile's own output is outside the tolerance here (relative error {base.compile_error:.3g} > "
             f"{tol:.3g}): its time is that of an answer this harness would refuse{hint}")
 
@@ -182,10 +186,11 @@ def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, de
     t = res.timing
     assert t is not None
     eager, comp = (base.eager, base.compiled) if base else (None, None)
+    exact = base.compiled_fp32 if base and precision == "fp32" else None
     dev = {"candidate": t.median_ms, "eager": eager.median_ms if eager else ref.eager_ms,
-           "compile": comp.median_ms if comp else None}
+           "compile": comp.median_ms if comp else None, "compile_fp32": exact.median_ms if exact else None}
     lat = {"candidate": t.latency_ms, "eager": eager.latency_ms if eager else ref.eager_ms,
-           "compile": comp.latency_ms if comp else None}
+           "compile": comp.latency_ms if comp else None, "compile_fp32": exact.latency_ms if exact else None}
     spreads = {"device": (t.spread_pct, eager.spread_pct if eager else None, comp.spread_pct if comp else None),
                "latency": (t.latency_spread_pct, eager.latency_spread_pct if eager else None,
                            comp.latency_spread_pct if comp else None)}
@@ -206,6 +211,10 @@ def timing_from(res: WorkerResult, ref: Reference, base: WorkerResult | None, de
         compile_ms=on["compile"], compile_spread_pct=comp_spread, compile_device_ms=dev["compile"],
         compile_latency_ms=lat["compile"], compile_error=base.compile_error if base else None,
         compile_tolerance=_compile_tolerance(base, precision),
+        compile_fp32_device_ms=dev["compile_fp32"], compile_fp32_latency_ms=lat["compile_fp32"],
+        compile_fp32_error=base.compile_fp32_error if exact and base else None,
+        device_speedup_vs_compile_fp32=speedup(dev, "compile_fp32"),
+        latency_speedup_vs_compile_fp32=speedup(lat, "compile_fp32"),
         speedup_vs_eager=speedup(on, "eager"), speedup_vs_compile=speedup(on, "compile"),
         device_speedup_vs_eager=speedup(dev, "eager"), latency_speedup_vs_eager=speedup(lat, "eager"),
         device_speedup_vs_compile=speedup(dev, "compile"), latency_speedup_vs_compile=speedup(lat, "compile"),

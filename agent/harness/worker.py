@@ -146,13 +146,46 @@ def _baseline(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
             # convolution that cuDNN runs in TF32 (PyTorch's default) where eager's does not. Judged as a candidate
             # is at the timed size: every trial's distribution, the size's worst eager error setting the tolerance
             # (KernelBench #67: 6.8e-5 on the timed inputs, 3.5e-4 on the offset ones, against 1e-4).
-            errors = [errors_vs_fp64(model, [model, compiled], inputs)]
-            errors += [errors_vs_fp64(model, [model, compiled], make_inputs(modules[0], t.distribution, t.seed, job.device))
-                       for t in job.trials if t.size == 0 and t.distribution != "problem"]
+            checks = [inputs] + [make_inputs(modules[0], t.distribution, t.seed, job.device)
+                                 for t in job.trials if t.size == 0 and t.distribution != "problem"]
+            errors = [errors_vs_fp64(model, [model, compiled], ins) for ins in checks]
             result.compile_error = max(e[1] for e in errors)
             result.compile_tolerance = tolerance(max(e[0] for e in errors))
         except Exception as e:  # a compile failure leaves eager as the only baseline
             result.compile_note = f"torch.compile failed: {type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''}"
+            return
+        if result.compile_error > result.compile_tolerance:
+            _compile_fp32(model, checks, job, result, trusted)
+
+
+def _compile_fp32(model: Any, checks: list[list[Any]], job: WorkerJob, result: WorkerResult, trusted: Any) -> None:
+    """torch.compile at the numerics an fp32 run holds candidates to: where the default one is faster only by being
+    outside the tolerance (cuDNN's TF32 convolution is PyTorch's default), this is the fair mark at fp32. Its own
+    error is measured as the default one's is: on the timed inputs (`checks[0]`) and the size's other distributions."""
+    import copy
+
+    import torch
+    import torch._dynamo
+
+    from agent.harness.timing import Bench
+    from agent.harness.validate import errors_vs_fp64
+
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    saved = (cudnn.allow_tf32, matmul.allow_tf32, torch.get_float32_matmul_precision())
+    try:
+        cudnn.allow_tf32, matmul.allow_tf32 = False, False
+        torch.set_float32_matmul_precision("highest")
+        torch._dynamo.reset()  # a graph compiled under the default flags is not reused
+        with torch.no_grad():
+            compiled = torch.compile(copy.deepcopy(model))
+            inputs = checks[0]
+            result.compiled_fp32 = Bench(lambda: compiled(*inputs), inputs, None, job.timing, trusted).gpu()
+            result.compile_fp32_error = max(errors_vs_fp64(model, [compiled], ins)[0] for ins in checks)
+    except Exception as e:  # the default compile's figures stand alone
+        result.compile_note = f"torch.compile with TF32 off failed: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+    finally:
+        cudnn.allow_tf32, matmul.allow_tf32 = saved[0], saved[1]
+        torch.set_float32_matmul_precision(saved[2])
 
 
 def _inductor(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
