@@ -45,8 +45,10 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     if sb.timed_out:
         phase = f" while {_phase_words(res.phase)}" if res else ""
         result.verdict = Verdict.TIMEOUT
-        result.message = (f"no result within {limit.seconds:.0f} s{phase} ({limit.why}): an infinite loop or a far "
-                          "too slow kernel?")
+        queued = f", not counting {sb.queued_s:.0f} s queued for the GPU behind other evaluations" \
+            if sb.queued_s >= 1 else ""
+        result.message = (f"no result within {limit.seconds:.0f} s{phase} ({limit.why}{queued}): an infinite loop or "
+                          "a far too slow kernel?")
         return
     if res is None or (not res.ok and res.error is None):
         result.verdict = Verdict.RUNTIME_ERROR

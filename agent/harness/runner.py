@@ -36,7 +36,7 @@ def run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, 
     try:
         sb = run_sandboxed(worker_argv(job_path), workdir=workdir, timeout_s=timeout_s, env=env, memory_mb=mem,
                            output_limit_bytes=cfg.output_limit_bytes, address_space_limit=device == "cpu",
-                           hide=hide, expose=expose, deadline=deadline)
+                           hide=hide, expose=expose, deadline=deadline, queue_lock=gpu_lock)
     except SandboxUnavailable as e:
         raise HarnessError(str(e), "candidates never run without their sandbox") from e
     if not sb.contained:

@@ -32,11 +32,13 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agent.harness import proctree
+from agent.harness.lockwait import LockWatch
 from agent.harness.settings import settings
 
 log = logging.getLogger(__name__)
 
 _POLL_S = 0.05
+_QUEUE_POLL_S = 0.2  # /proc/locks and the process tree, read this often while a GPU lock is watched
 _TAIL_BYTES = 64 * 1024
 CONTAIN = Path(__file__).with_name("contain.py")
 NOBODY = 65534
@@ -79,8 +81,8 @@ class Deadline:
     def cancel(self) -> None:
         self.at = time.monotonic()
 
-    def passed(self) -> bool:
-        return self.at is not None and time.monotonic() > self.at
+    def passed(self, grace_s: float = 0.0) -> bool:
+        return self.at is not None and time.monotonic() > self.at + grace_s
 
 
 class SandboxResult(BaseModel):
@@ -94,6 +96,7 @@ class SandboxResult(BaseModel):
     stdout_path: Path | None = None
     stderr_path: Path | None = None
     wall_s: float = 0.0
+    queued_s: float = 0.0  # of wall_s, queued behind other evaluations for the GPU's lock (not held against it)
     peak_rss_mb: float = 0.0
     isolation: str = "none"  # "namespaces" | "user-namespaces" | "none"
 
@@ -270,6 +273,7 @@ def run_sandboxed(
     hide: Sequence[Path] = (),
     expose: Sequence[Path] = (),
     deadline: Deadline | None = None,
+    queue_lock: Path | None = None,
 ) -> SandboxResult:
     """Run argv in workdir behind the wall; never raises for anything the command does.
 
@@ -277,7 +281,8 @@ def run_sandboxed(
     CPU-only commands: CUDA reserves a huge address space). stdout/stderr go to workdir/stdout.log and
     stderr.log; more than output_limit_bytes in total kills the command. `hide`: more directories to mask
     (a store elsewhere); `expose`: more paths to keep visible, read-only (a lock directory); `deadline`: a limit
-    armed later (timeout_s stays the hard cap). Raises SandboxUnavailable where no wall can be built at all (see the module doc)."""
+    armed later (timeout_s stays the hard cap); `queue_lock`: a GPU lock whose queue the limits do not count
+    (agent.harness.lockwait), up to `max_queue_s` of settings. Raises SandboxUnavailable where no wall can be built at all (see the module doc)."""
     cfg = settings().sandbox
     iso = probe()
     workdir = Path(workdir).resolve()
@@ -309,6 +314,7 @@ def run_sandboxed(
             result.returncode, result.stderr = 127, f"could not start {argv[0]}: {e}"
             return result
         proctree.started(proc)
+        watch, checked = (LockWatch(queue_lock) if queue_lock is not None else None), start
         try:
             while True:
                 try:
@@ -318,7 +324,13 @@ def run_sandboxed(
                     pass
                 rss = proctree.rss_mb(proc.pid)
                 result.peak_rss_mb = max(result.peak_rss_mb, rss)
-                if time.monotonic() - start > timeout_s or (deadline is not None and deadline.passed()):
+                now = time.monotonic()
+                if watch is not None and now - checked >= _QUEUE_POLL_S:
+                    if result.queued_s < cfg.max_queue_s and watch.queued(proc.pid):
+                        result.queued_s = min(cfg.max_queue_s, result.queued_s + now - checked)
+                    checked = now
+                grace = result.queued_s
+                if now - start - grace > timeout_s or (deadline is not None and deadline.passed(grace)):
                     result.killed, result.timed_out = "timeout", True
                 elif memory_mb and rss > memory_mb:
                     result.killed = "memory"

@@ -53,6 +53,7 @@ class SandboxSettings(_Section):
     slowdown: float
     gpu_slots: int = Field(ge=1)
     baseline_timeout_s: float
+    max_queue_s: float
     reference_timeout_s: float
     memory_mb_cpu: int
     memory_mb_gpu: int
