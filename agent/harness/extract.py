@@ -134,7 +134,25 @@ def _with_helpers(code: str, earlier: list[str]) -> str:
         if _bound_names(other) & missing:
             needed.insert(0, body)
             missing -= _bound_names(other)
-    return "\n\n".join([*needed, code]) if needed else code
+    return _join([*needed, code]) if needed else code
+
+
+def _join(parts: list[str]) -> str:
+    """Blocks joined into one module. Each block written as a file of its own may open with `from __future__
+    import annotations`, which Python accepts only at the top of a module: those imports are gathered into one line
+    there (each left as a blank line where it was, so the rest of the block keeps its shape)."""
+    features: list[str] = []
+    out: list[str] = []
+    for part in parts:
+        lines = part.split("\n")
+        for n in ast.parse(part).body:
+            if isinstance(n, ast.ImportFrom) and n.module == "__future__":
+                features += [a.name for a in n.names if a.name not in features]
+                for i in range(n.lineno - 1, n.end_lineno or n.lineno):
+                    lines[i] = ""
+        out.append("\n".join(lines))
+    joined = "\n\n".join(out)
+    return f"from __future__ import {', '.join(features)}\n{joined}" if features else joined
 
 
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign, ast.Pass)
