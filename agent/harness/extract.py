@@ -50,7 +50,42 @@ def _dedent(indent: str, body: str) -> str:
 
 
 def _blocks(text: str) -> list[_Block]:
-    return [_Block(m.group(3), _dedent(m.group(1), m.group(4))) for m in _FENCE.finditer(text)]
+    out: list[_Block] = []
+    at = 0
+    while (m := _FENCE.search(text, at)) is not None:
+        indent, fence, tag, body, end = m.group(1), m.group(2), m.group(3), m.group(4), m.end()
+        if not _parses_as_code(_dedent(indent, body)):
+            # A fence line inside the code (a docstring's usage example, indented with it) closed the block early.
+            # CommonMark's closing fence is indented at most 3 columns past the opening's; where the text up to the
+            # first fence line does not parse, the block runs to the first closing fence so indented.
+            strict = _strict_close(text, m.start(4), indent, fence)
+            if strict is not None and _parses_as_code(_dedent(indent, text[m.start(4):strict[0]])):
+                body, end = text[m.start(4):strict[0]], strict[1]
+        out.append(_Block(tag, _dedent(indent, body)))
+        at = max(end, m.start() + 1)
+    return out
+
+
+_CLOSE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*$", re.M)
+
+
+def _strict_close(text: str, start: int, indent: str, fence: str) -> tuple[int, int] | None:
+    """(where the body ends, where the closing line ends) of the first line from `start` that closes `fence` by
+    CommonMark's rule (the same character, at least as long, indented at most 3 columns past `indent`)."""
+    width = len(indent.expandtabs(4)) + 3
+    for c in _CLOSE.finditer(text, start):
+        lead = c.group(0)[:c.start(1) - c.start()]
+        if c.group(1)[0] == fence[0] and len(c.group(1)) >= len(fence) and len(lead.expandtabs(4)) <= width:
+            return c.start(), c.end()
+    return None
+
+
+def _parses_as_code(body: str) -> bool:
+    try:
+        ast.parse(body)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def python_blocks(text: str) -> list[str]:
