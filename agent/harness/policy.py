@@ -374,7 +374,11 @@ def _decorator_paths(fn: ast.FunctionDef, aliases: dict[str, str]) -> list[str]:
 
 
 def _kernels(tree: ast.AST, aliases: dict[str, str]) -> list[ast.FunctionDef]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _JIT in _decorator_paths(n, aliases)]
+    """The @triton.jit functions, and those jitted by a call (`gap_kernel = triton.jit(_gap_body)`)."""
+    wrapped = {n.args[0].id for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args and
+               isinstance(n.args[0], ast.Name) and dotted(n.func, aliases) == _JIT}
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and
+            (_JIT in _decorator_paths(n, aliases) or n.name in wrapped)]
 
 
 def kernel_names(code: str) -> list[str]:
