@@ -128,3 +128,20 @@ def test_unfenced_code_broken_inside_a_block_stays_broken():
     broken = CODE.replace("return x\n", "y = x\n        return (y\n")
     assert extract_code(broken) == broken
     assert extract_code("Here:\n" + broken) == "Here:\n" + broken
+
+
+def test_blocks_written_as_files_have_their_future_imports_gathered_at_the_top():
+    kernel = "from __future__ import annotations\n\nimport torch\n\ndef gap(x: torch.Tensor) -> torch.Tensor:\n    return x\n"
+    model = "from __future__ import annotations\n\n" + CODE.replace("pass", "def forward(self, x):\n        return gap(x)")
+    code = extract_code(fenced(kernel) + "\nand\n\n" + fenced(model))
+    assert code is not None and code.startswith("from __future__ import annotations\n")
+    assert code.count("from __future__") == 1
+    compile(code, "candidate", "exec")  # a __future__ import in the middle would be a SyntaxError
+
+
+def test_a_fence_inside_a_docstring_does_not_close_the_block():
+    body = CODE.replace("pass", '"""Example:\n\n        ```python\n        m = ModelNew()\n        ```\n    """')
+    answer = "Here:\n\n" + fenced(body) + "\nIt reads x once.\n"
+    assert extract_code(answer) == body
+    # a closing fence indented like the code still closes where the text before it parses (a list item's block)
+    assert extract_code("1. The code:\n\n   ```python\n   " + CODE.replace("\n", "\n   ") + "```\n") is not None

@@ -63,6 +63,13 @@ def test_kernel_names_through_aliases():
     assert kernel_names("from triton import jit\n\n@jit\ndef a(x):\n    pass\n") == ["a"]
 
 
+def test_a_function_jitted_by_a_call_is_a_kernel():
+    code = "import triton\n\ndef _body(x_ptr):\n    pass\n\nkernel = triton.jit(_body)\n\ndef helper():\n    pass\n"
+    assert kernel_names(code) == ["_body"]
+    assert check(code, FUSION, ABSENT) == []
+    assert "no-kernel" in {v.rule for v in check(code.replace("triton.jit(_body)", "_body"), FUSION, ABSENT)}
+
+
 @pytest.mark.parametrize("line", ["import os.path", "from os import system", "import subprocess", "import socket", "import ctypes", "import importlib",
                                   "import sys", "import numpy", "from pathlib import Path", "import pickle"])
 def test_rejects_imports_outside_the_allow_list(line):
