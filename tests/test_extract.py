@@ -145,3 +145,10 @@ def test_a_fence_inside_a_docstring_does_not_close_the_block():
     assert extract_code(answer) == body
     # a closing fence indented like the code still closes where the text before it parses (a list item's block)
     assert extract_code("1. The code:\n\n   ```python\n   " + CODE.replace("\n", "\n   ") + "```\n") is not None
+
+
+def test_a_kernels_block_ending_in_a_quick_check_lends_its_code_not_the_check():
+    kernel = "import torch\n\nBLOCK = 256\n\ndef gap(x):\n    return x\n\nx = torch.randn(2, device='cuda')\nprint(gap(x))\n"
+    code = extract_code(fenced(kernel) + fenced(USES_KERNEL.replace("k[(1,)]", "gap")))
+    assert code is not None and "def gap(x):" in code and "BLOCK = 256" in code
+    assert "randn" not in code and "print" not in code

@@ -165,7 +165,10 @@ def _with_helpers(code: str, earlier: list[str]) -> str:
         except (SyntaxError, ValueError):
             continue
         if not all(_definition(n) for n in other.body):
-            continue  # a usage snippet (calls, loops): running it at import would be wrong
+            # a usage snippet (calls, loops), or definitions followed by a quick check (`x = torch.randn(...)`,
+            # `print(gap(x).shape)`): running those at import would be wrong, so only its code is kept
+            body = _code_only(body, other)
+            other = ast.parse(body)
         if _bound_names(other) & missing:
             needed.insert(0, body)
             missing -= _bound_names(other)
@@ -190,6 +193,18 @@ def _join(parts: list[str]) -> str:
     return f"from __future__ import {', '.join(features)}\n{joined}" if features else joined
 
 
+def _code_only(body: str, tree: ast.Module) -> str:
+    """A block that also runs things, reduced to the code it defines: its functions, classes, imports and constants
+    (`BLOCK = 256`); every other top-level statement is blanked out (its lines left empty). An assignment of anything
+    but a literal is the snippet's own (`x = torch.randn(...)`, `model = ModelNew(...)`)."""
+    lines = body.split("\n")
+    for n in tree.body:
+        if not _code(n):
+            for i in range(n.lineno - 1, n.end_lineno or n.lineno):
+                lines[i] = ""
+    return "\n".join(lines)
+
+
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign, ast.Pass)
 
 
@@ -203,6 +218,21 @@ def _definition(n: ast.stmt) -> bool:
     if isinstance(n, ast.If):
         return all(_definition(s) for s in [*n.body, *n.orelse])
     return False
+
+
+def _code(n: ast.stmt) -> bool:
+    """A statement that defines code or a constant (as _definition, with assignments of literals only)."""
+    if isinstance(n, (ast.Assign, ast.AnnAssign)):
+        try:
+            ast.literal_eval(n.value) if n.value is not None else None
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+        return True
+    if isinstance(n, ast.Try):
+        return all(_code(s) for s in [*n.body, *n.orelse, *n.finalbody, *(s for h in n.handlers for s in h.body)])
+    if isinstance(n, ast.If):
+        return all(_code(s) for s in [*n.body, *n.orelse])
+    return _definition(n)
 
 
 def _docstring(n: ast.stmt) -> bool:
