@@ -64,3 +64,27 @@ def test_a_function_the_guard_does_not_name_is_not_emptied():
     tree = ast.parse("def f(w):\n    w.showwarning = print\n\nif __name__ == '__main__':\n    pass\n")
     skip_main_guards(tree)
     assert "showwarning" in ast.unparse(tree)
+
+
+PERF_REPORT = """
+@triton.testing.perf_report(triton.testing.Benchmark(x_names=["n"], x_vals=[1, 2], args={"t": T}))
+def sweep(n, t):
+    return triton.testing.do_bench(lambda: n)
+
+if __name__ == "__main__":
+    sweep.run(print_data=True)
+"""
+
+
+def test_a_tutorial_perf_report_sweep_is_emptied_and_its_recorders_arguments_kept():
+    tree = ast.parse(PERF_REPORT)
+    assert skip_main_guards(tree)
+    text = ast.unparse(tree)
+    assert "do_bench" not in text and "perf_report" not in text and "Benchmark" not in text
+    assert "@((['n'], [1, 2], {'t': T}),)" in text  # the arguments stay, to be checked: they run at import
+
+
+def test_a_perf_report_anything_live_names_keeps_its_decorator_and_body():
+    tree = ast.parse(PERF_REPORT + "class M:\n    def forward(self, x):\n        return sweep.run(return_df=True)\n")
+    skip_main_guards(tree)
+    assert "perf_report" in ast.unparse(tree) and "do_bench" in ast.unparse(tree)

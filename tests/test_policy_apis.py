@@ -220,3 +220,14 @@ def test_the_rest_of_those_modules_stays_refused(code):
 def test_a_modules_own_version_and_author_globals_are_allowed():
     assert rules_of("__version__ = '0.2.0'\n__author__ = 'me'\n") == set()
     assert "escape" in rules_of("L = __loader__\n")
+
+
+def test_a_perf_report_sweeps_arguments_stay_checked():
+    """The recorders stand for their arguments, which run at import: a clock there is still a clock."""
+    assert "clock" in rules_of("""
+        @triton.testing.perf_report(triton.testing.Benchmark(x_names=["n"], x_vals=[1], args={"e": torch.cuda.Event()}))
+        def sweep(n, e):
+            pass
+        if __name__ == "__main__":
+            sweep.run()
+    """)

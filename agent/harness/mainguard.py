@@ -43,7 +43,36 @@ def skip_main_guards(tree: ast.Module) -> bool:
         g.body = [ast.copy_location(ast.Pass(), g)]
     for f in self_test_helpers(tree, called):
         f.body = [ast.copy_location(ast.Pass(), f.body[0])]
+        f.decorator_list = [_Recorded().visit(d) for d in f.decorator_list]
     return True
+
+
+# Triton's tutorials mark their benchmark `@triton.testing.perf_report(triton.testing.Benchmark(...))`: both only
+# record their arguments (a Mark holding the function, run by `benchmark.run()` in the main guard), so on a helper
+# only the self-test names they stand for the arguments alone, which stay checked (they run at import).
+_RECORDERS = {"triton.testing.perf_report", "triton.testing.Benchmark"}
+
+
+def _chain(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def _recording(decorator: ast.expr) -> bool:
+    return isinstance(decorator, ast.Call) and _chain(decorator.func) == "triton.testing.perf_report"
+
+
+class _Recorded(ast.NodeTransformer):
+    """A recorder's call as the tuple of its arguments."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if _chain(node.func) not in _RECORDERS:
+            return node
+        return ast.copy_location(ast.Tuple(elts=[*node.args, *(k.value for k in node.keywords)], ctx=ast.Load()), node)
 
 
 def self_test_helpers(tree: ast.Module, called: set[str]) -> list[ast.FunctionDef]:
@@ -51,8 +80,9 @@ def self_test_helpers(tree: ast.Module, called: set[str]) -> list[ast.FunctionDe
     events, named in the main guard (`called`) and by nothing else that runs, directly or through other such
     helpers. A function's body runs only where it is called, and a module-level function is reached only through its
     name (the frames, globals and getattr on the module that could reach it otherwise are refused). Undecorated only
-    (a decorator is handed the function and may call it); its signature stays checked (defaults run at import)."""
-    dead = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and not f.decorator_list}
+    (a decorator is handed the function and may call it), but for Triton's perf_report, which only records it; its
+    signature stays checked (defaults run at import)."""
+    dead = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and all(map(_recording, f.decorator_list))}
     while True:
         read = {n.id for n in _outside(tree, set(dead.values())) if isinstance(n, ast.Name)
                 and not isinstance(n.ctx, ast.Store)}

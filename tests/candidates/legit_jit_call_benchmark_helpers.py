@@ -65,8 +65,28 @@ def wall_clock(model, x):
     return time.perf_counter() - t0
 
 
+@triton.testing.perf_report(
+    triton.testing.Benchmark(
+        x_names=["H"],
+        x_vals=[32 * i for i in range(1, 9)],
+        line_arg="provider",
+        line_vals=["triton", "torch"],
+        line_names=["Triton", "Torch"],
+        ylabel="ms",
+        plot_name="gap44",
+        args={"N": 16, "C": 64},
+    )
+)
+def sweep(N, C, H, provider):
+    model = ModelNew(C, 128, 3, 2, 1, 1, 0.5).cuda()
+    x = torch.rand(N, C, H, H, device="cuda")
+    fn = (lambda: model(x)) if provider == "triton" else (lambda: model.conv_transpose(x).mean(dim=(2, 3)))
+    return triton.testing.do_bench(fn, quantiles=[0.5, 0.2, 0.8])
+
+
 if __name__ == "__main__":
     m = ModelNew(64, 128, 3, 2, 1, 1, 0.5).cuda()
     x = torch.rand(16, 64, 128, 128, device="cuda")
     print("correct:", check_correctness(m, x))
     print(f"{benchmark(m, x):.3f} ms", bench_do_bench(m, x), wall_clock(m, x))
+    sweep.run(print_data=True)
