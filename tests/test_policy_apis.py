@@ -218,7 +218,7 @@ def test_the_rest_of_those_modules_stays_refused(code):
 
 
 def test_a_modules_own_version_and_author_globals_are_allowed():
-    assert rules_of("__version__ = '0.2.0'\n__author__ = 'me'\n") == set()
+    assert rules_of("__version__ = '0.2.0'\n__author__ = 'me'\nclass M:\n    __constants__ = ['scale']\n") == set()
     assert "escape" in rules_of("L = __loader__\n")
 
 
