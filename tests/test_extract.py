@@ -152,3 +152,14 @@ def test_a_kernels_block_ending_in_a_quick_check_lends_its_code_not_the_check():
     code = extract_code(fenced(kernel) + fenced(USES_KERNEL.replace("k[(1,)]", "gap")))
     assert code is not None and "def gap(x):" in code and "BLOCK = 256" in code
     assert "randn" not in code and "print" not in code
+
+
+def test_a_language_tag_on_the_line_after_the_fence_is_the_tag():
+    assert extract_code("Here:\n\n```\npython\n" + CODE + "```\n") == CODE
+    assert extract_code("```\nPython\n" + CODE + "```\n") == CODE
+
+
+def test_a_notebook_cells_magics_and_shell_escapes_are_blanked():
+    answer = fenced("%%writefile model_new.py\n" + CODE) + "Then:\n" + fenced("!pip install -q triton\n!python model_new.py\n")
+    assert extract_code(answer) == "\n" + CODE
+    assert extract_code(fenced("x = 1 if True else 2\n" + CODE)) == "x = 1 if True else 2\n" + CODE  # code untouched

@@ -61,9 +61,30 @@ def _blocks(text: str) -> list[_Block]:
             strict = _strict_close(text, m.start(4), indent, fence)
             if strict is not None and _parses_as_code(_dedent(indent, text[m.start(4):strict[0]])):
                 body, end = text[m.start(4):strict[0]], strict[1]
-        out.append(_Block(tag, _dedent(indent, body)))
+        tag, body = _tag_on_its_own_line(tag, _dedent(indent, body))
+        if tag.lower() in _PYTHON_TAGS and not _parses_as_code(body):
+            body = _without_notebook_lines(body)
+        out.append(_Block(tag, body))
         at = max(end, m.start() + 1)
     return out
+
+
+def _tag_on_its_own_line(tag: str, body: str) -> tuple[str, str]:
+    """An untagged fence whose first line is the language (```` ``` ```` then `python`): that line is the tag."""
+    first, _, rest = body.partition("\n")
+    if not tag and first.strip().lower() in _PYTHON_TAGS - {""}:
+        return first.strip(), rest
+    return tag, body
+
+
+# A notebook cell's lines that are not Python: cell magics (%%writefile model.py), line magics (%timeit) and shell
+# escapes (!pip install triton), at the start of a line
+_NOTEBOOK_LINE = re.compile(r"^(%%?[A-Za-z]|!\S)")
+
+
+def _without_notebook_lines(body: str) -> str:
+    """A python block written as a notebook cell, its magics and shell escapes left as blank lines."""
+    return "\n".join("" if _NOTEBOOK_LINE.match(line) else line for line in body.split("\n"))
 
 
 _CLOSE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*$", re.M)
