@@ -12,6 +12,9 @@ TRITON_INTERPRET=1. Each fix gives a kernel no reach it lacks on the GPU: the sa
 - libdevice: `triton.language.extra.libdevice` is a table of stubs the compiler maps to the backend's library; the
   interpreter calls the stubs, which return None. Those with a triton.language.math twin of the same meaning run as
   that twin (looked up at call time: the interpreter patches triton.language.math while a kernel runs).
+- Synchronizing: an answer may end its wrapper with `torch.cuda.synchronize()` (making sure the launch finished);
+  a PyTorch without CUDA raises there, but the interpreter runs every launch to completion on the CPU, so nothing is
+  left to wait for: where CUDA is not available it returns at once.
 - The driver: Triton's tutorials begin `DEVICE = triton.runtime.driver.active.get_active_torch_device()`; without a
   GPU no driver is active and that raises. The interpreter computes on the CPU, so where no driver is active the
   queries a kernel module may use (policy.toml's triton_api) answer for the CPU: a kernel's data lives there.
@@ -34,6 +37,7 @@ def install() -> None:
     _range_loops()
     _libdevice()
     _driver()
+    _synchronize()
 
 
 def _closures() -> None:
@@ -144,3 +148,13 @@ def _driver() -> None:
     except RuntimeError:
         driver.set_active(_CpuDriver())
 
+
+def _synchronize() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        torch.cuda.synchronize = _nothing_queued
+
+
+def _nothing_queued(device: Any = None) -> None:
+    """torch.cuda.synchronize on a CPU: the interpreter's launches have finished when they return."""
