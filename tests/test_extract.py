@@ -128,3 +128,38 @@ def test_unfenced_code_broken_inside_a_block_stays_broken():
     broken = CODE.replace("return x\n", "y = x\n        return (y\n")
     assert extract_code(broken) == broken
     assert extract_code("Here:\n" + broken) == "Here:\n" + broken
+
+
+def test_blocks_written_as_files_have_their_future_imports_gathered_at_the_top():
+    kernel = "from __future__ import annotations\n\nimport torch\n\ndef gap(x: torch.Tensor) -> torch.Tensor:\n    return x\n"
+    model = "from __future__ import annotations\n\n" + CODE.replace("pass", "def forward(self, x):\n        return gap(x)")
+    code = extract_code(fenced(kernel) + "\nand\n\n" + fenced(model))
+    assert code is not None and code.startswith("from __future__ import annotations\n")
+    assert code.count("from __future__") == 1
+    compile(code, "candidate", "exec")  # a __future__ import in the middle would be a SyntaxError
+
+
+def test_a_fence_inside_a_docstring_does_not_close_the_block():
+    body = CODE.replace("pass", '"""Example:\n\n        ```python\n        m = ModelNew()\n        ```\n    """')
+    answer = "Here:\n\n" + fenced(body) + "\nIt reads x once.\n"
+    assert extract_code(answer) == body
+    # a closing fence indented like the code still closes where the text before it parses (a list item's block)
+    assert extract_code("1. The code:\n\n   ```python\n   " + CODE.replace("\n", "\n   ") + "```\n") is not None
+
+
+def test_a_kernels_block_ending_in_a_quick_check_lends_its_code_not_the_check():
+    kernel = "import torch\n\nBLOCK = 256\n\ndef gap(x):\n    return x\n\nx = torch.randn(2, device='cuda')\nprint(gap(x))\n"
+    code = extract_code(fenced(kernel) + fenced(USES_KERNEL.replace("k[(1,)]", "gap")))
+    assert code is not None and "def gap(x):" in code and "BLOCK = 256" in code
+    assert "randn" not in code and "print" not in code
+
+
+def test_a_language_tag_on_the_line_after_the_fence_is_the_tag():
+    assert extract_code("Here:\n\n```\npython\n" + CODE + "```\n") == CODE
+    assert extract_code("```\nPython\n" + CODE + "```\n") == CODE
+
+
+def test_a_notebook_cells_magics_and_shell_escapes_are_blanked():
+    answer = fenced("%%writefile model_new.py\n" + CODE) + "Then:\n" + fenced("!pip install -q triton\n!python model_new.py\n")
+    assert extract_code(answer) == "\n" + CODE
+    assert extract_code(fenced("x = 1 if True else 2\n" + CODE)) == "x = 1 if True else 2\n" + CODE  # code untouched

@@ -1,6 +1,6 @@
 """agent.harness.interpret: in CPU mode Triton's interpreter runs honest kernels the GPU compiler runs (a kernel
 that reads a constant from its closure, a range loop's index used as a tensor, libdevice functions, the driver's
-device queries). Each case
+device queries, torch.cuda's queries and synchronize without CUDA). Each case
 runs in a fresh interpreter process: TRITON_INTERPRET is read when a kernel is defined."""
 
 from __future__ import annotations
@@ -57,10 +57,19 @@ dev = active.get_active_torch_device()
 sms = active.utils.get_device_properties(dev.index)["multiprocessor_count"]
 o = torch.tensor([float(dev.type == "cpu"), float(sms > 0), float(active.get_current_target().arch), 0.0])
 """
+# torch.cuda's queries of Triton's persistent-kernel tutorials and a wrapper that synchronizes after its launch (a
+# PyTorch without CUDA raises at each)
+SYNCHRONIZE = """
+sms = torch.cuda.get_device_properties("cuda").multi_processor_count
+major, minor = torch.cuda.get_device_capability(torch.cuda.current_device())
+fused[(1,)](x, o)
+torch.cuda.synchronize()
+o[3] = float(sms > 0 and major == 0 and not torch.cuda.is_available())
+"""
 CASES = {"closure": "make(4)[(1,)](x, o)", "libdevice": "fused[(1,)](x, o)", "range index": "rows[(3,)](x, o, 4, BLOCK=1)",
-         "driver": DRIVER}
+         "driver": DRIVER, "synchronize": SYNCHRONIZE}
 EXPECTED = {"closure": "[0.0, 2.0, 4.0, 6.0]", "libdevice": "[1.0, 3.0, 5.0, 7.0]", "range index": "[0.0, 1.0, 2.0, 3.0]",
-            "driver": "[1.0, 1.0, 0.0, 0.0]"}
+            "driver": "[1.0, 1.0, 0.0, 0.0]", "synchronize": "[1.0, 3.0, 5.0, 1.0]"}
 
 
 def run(case: str, installed: bool, tmp_path: Path) -> subprocess.CompletedProcess:
@@ -82,4 +91,9 @@ def test_the_interpreter_runs_what_the_compiler_runs_once_installed(case, tmp_pa
 @pytest.mark.parametrize("case", list(CASES))
 def test_without_it_the_interpreter_fails_on_the_same_kernel(case, tmp_path):
     """The fix is needed: Triton's own interpreter rejects these (if a Triton release fixes one, drop its fix)."""
+    if case == "synchronize":
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("with CUDA, torch.cuda.synchronize works: the fix is for PyTorch without it")
     assert run(case, installed=False, tmp_path=tmp_path).returncode != 0

@@ -19,3 +19,72 @@ def test_code_that_could_rebind_the_module_name_keeps_its_guards():
         tree = ast.parse(rebind + "\nif '__main__' == __name__:\n    import os\n")
         assert not skip_main_guards(tree)
         assert "os" in ast.unparse(tree).split("\n", 1)[1]
+
+
+SELF_TEST = """
+import torch
+
+def benchmark(model):
+    start = torch.cuda.Event(enable_timing=True)
+    return timed(model, start)
+
+def timed(model, start):
+    return start.elapsed_time(start)
+
+if __name__ == "__main__":
+    print(benchmark(None))
+"""
+
+
+def test_helpers_only_the_self_test_calls_are_emptied_with_it():
+    tree = ast.parse(SELF_TEST)
+    assert skip_main_guards(tree)
+    text = ast.unparse(tree)
+    assert "Event" not in text and "elapsed_time" not in text  # benchmark, and timed which only it calls
+    assert "def benchmark(model):" in text and "def timed(model, start):" in text
+
+
+def test_a_helper_anything_live_names_keeps_its_body():
+    for live in ("class ModelNew:\n    run = benchmark\n",                  # named outside the guard
+                 "class M:\n    def forward(self, x):\n        return timed(x, None)\n",  # by code that may run
+                 "X = [benchmark]\n",
+                 "if __name__ == '__main__':\n    pass\nelse:\n    benchmark(None)\n"):  # the else branch runs
+        tree = ast.parse(SELF_TEST + live)
+        skip_main_guards(tree)
+        assert "elapsed_time" in ast.unparse(tree), live
+
+
+def test_a_decorated_helper_keeps_its_body():
+    tree = ast.parse(SELF_TEST.replace("def timed", "@functools.cache\ndef timed"))  # a decorator may call it
+    skip_main_guards(tree)
+    assert "elapsed_time" in ast.unparse(tree) and "Event" not in ast.unparse(tree)
+
+
+def test_a_function_the_guard_does_not_name_is_not_emptied():
+    tree = ast.parse("def f(w):\n    w.showwarning = print\n\nif __name__ == '__main__':\n    pass\n")
+    skip_main_guards(tree)
+    assert "showwarning" in ast.unparse(tree)
+
+
+PERF_REPORT = """
+@triton.testing.perf_report(triton.testing.Benchmark(x_names=["n"], x_vals=[1, 2], args={"t": T}))
+def sweep(n, t):
+    return triton.testing.do_bench(lambda: n)
+
+if __name__ == "__main__":
+    sweep.run(print_data=True)
+"""
+
+
+def test_a_tutorial_perf_report_sweep_is_emptied_and_its_recorders_arguments_kept():
+    tree = ast.parse(PERF_REPORT)
+    assert skip_main_guards(tree)
+    text = ast.unparse(tree)
+    assert "do_bench" not in text and "perf_report" not in text and "Benchmark" not in text
+    assert "@((['n'], [1, 2], {'t': T}),)" in text  # the arguments stay, to be checked: they run at import
+
+
+def test_a_perf_report_anything_live_names_keeps_its_decorator_and_body():
+    tree = ast.parse(PERF_REPORT + "class M:\n    def forward(self, x):\n        return sweep.run(return_df=True)\n")
+    skip_main_guards(tree)
+    assert "perf_report" in ast.unparse(tree) and "do_bench" in ast.unparse(tree)

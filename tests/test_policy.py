@@ -63,7 +63,14 @@ def test_kernel_names_through_aliases():
     assert kernel_names("from triton import jit\n\n@jit\ndef a(x):\n    pass\n") == ["a"]
 
 
-@pytest.mark.parametrize("line", ["import os", "import subprocess", "import socket", "import ctypes", "import importlib",
+def test_a_function_jitted_by_a_call_is_a_kernel():
+    code = "import triton\n\ndef _body(x_ptr):\n    pass\n\nkernel = triton.jit(_body)\n\ndef helper():\n    pass\n"
+    assert kernel_names(code) == ["_body"]
+    assert check(code, FUSION, ABSENT) == []
+    assert "no-kernel" in {v.rule for v in check(code.replace("triton.jit(_body)", "_body"), FUSION, ABSENT)}
+
+
+@pytest.mark.parametrize("line", ["import os.path", "from os import system", "import subprocess", "import socket", "import ctypes", "import importlib",
                                   "import sys", "import numpy", "from pathlib import Path", "import pickle"])
 def test_rejects_imports_outside_the_allow_list(line):
     assert "import" in rules_of(line)
@@ -415,7 +422,7 @@ def test_a_main_guard_is_checked_where_the_code_could_rebind_its_name(rebind):
 def test_only_the_exact_main_guard_at_module_level_is_skipped_and_its_else_is_checked():
     assert {"clock", "file"} <= rules_of(MAIN_GUARD.replace('"__main__"', '"__main__" or True'))
     assert {"clock", "file"} <= rules_of("def g():\n" + textwrap.indent(MAIN_GUARD, "    "))
-    assert "import" in rules_of(MAIN_GUARD + "else:\n    import os\n")
+    assert "import" in rules_of(MAIN_GUARD + "else:\n    import sys\n")
 
 
 def test_version_checks_and_backend_queries_are_fine_but_setting_a_backend_is_not():

@@ -141,3 +141,93 @@ def test_an_allocator_that_only_allocates_is_allowed(code):
 ])
 def test_an_allocator_that_does_anything_else_or_cannot_be_read_is_refused(code):
     assert "escape" in rules_of(ALLOC + code)
+
+
+def test_os_may_read_tritons_settings_by_literal_name():
+    assert rules_of("""
+        import os
+        from os import environ, getenv
+        INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1" or os.getenv("TRITON_INTERPRET") == "1"
+        DEBUG = "TRITON_DEBUG" in os.environ and os.environ["TRITON_DEBUG"] != "0"
+        CACHE = "TRITON_CACHE_DIR" not in environ or getenv("TRITON_CACHE_DIR")
+    """) == set()
+
+
+@pytest.mark.parametrize("code", [
+    'K = os.environ.get("OPENAI_API_KEY")',         # a secret
+    'K = os.getenv("HOME")',
+    'K = os.environ["OPENAI_API_KEY"]',
+    'K = "HOME" in os.environ',
+    'n = "TRITON_X"\nK = os.environ.get(n)',        # a computed name
+    'K = os.environ.get(f"TRITON_{1}")',
+    'K = os.environ.get(key="TRITON_X")',
+    'K = os.environ.get("TRITON_X", open("f").read())',
+    'K = dict(os.environ)',                          # the environment passed around, copied or iterated
+    'e = os.environ\nK = e["OPENAI_API_KEY"]',
+    'K = list(os.environ.items())',
+    'K = getattr(os, "environ")',
+    'def f(m):\n    return m.environ\nK = f(os)',
+    'os.environ["TRITON_INTERPRET"] = "1"',          # written
+    'os.environ.setdefault("TRITON_X", "1")',
+    'del os.environ["TRITON_X"]',
+    'os.system("ls")',                               # the rest of os
+    'os.path.exists("x")',
+    'os = torch',
+])
+def test_every_other_use_of_os_stays_refused(code):
+    assert "import" in rules_of("import os\n" + code)
+
+
+@pytest.mark.parametrize("code", ["import os.path", "from os import system", "from os import environ, system",
+                                  "K = torch.os.environ.get('TRITON_X')"])
+def test_os_imports_past_environ_stay_refused(code):
+    assert "import" in rules_of(code)
+
+
+def test_torchscript_compile_and_autocast_markers_are_allowed():
+    assert rules_of("""
+        from torch.jit import ignore
+        @torch.jit.ignore
+        def check(x):
+            return x
+        @torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+        def fwd(ctx, x):
+            return x
+        @torch.cuda.amp.custom_bwd
+        def bwd(ctx, g):
+            return g
+        eager = not torch.jit.is_scripting() and not torch.compiler.is_compiling()
+        with torch.amp.autocast("cuda", enabled=False):
+            pass
+    """) == set()
+
+
+@pytest.mark.parametrize("code", [
+    "f = torch.jit.script(lambda x: x)",             # TorchScript compiles PyTorch: an answer of pure PyTorch
+    "from torch.jit import script",
+    "torch.jit.fork(print, 1)",                      # work on another thread
+    "torch.jit.load('m.pt')",
+    "jit = torch.jit",                               # the module as a value: the list could be passed by
+    "f = torch.compiler.disable(print)",             # imports dynamo, which replaces torch.manual_seed
+    "torch.compiler.set_stance('force_eager')",
+    "torch.amp.GradScaler()",
+    "import torch.jit",
+])
+def test_the_rest_of_those_modules_stays_refused(code):
+    assert "import" in rules_of(code)
+
+
+def test_a_modules_own_version_and_author_globals_are_allowed():
+    assert rules_of("__version__ = '0.2.0'\n__author__ = 'me'\nclass M:\n    __constants__ = ['scale']\n") == set()
+    assert "escape" in rules_of("L = __loader__\n")
+
+
+def test_a_perf_report_sweeps_arguments_stay_checked():
+    """The recorders stand for their arguments, which run at import: a clock there is still a clock."""
+    assert "clock" in rules_of("""
+        @triton.testing.perf_report(triton.testing.Benchmark(x_names=["n"], x_vals=[1], args={"e": torch.cuda.Event()}))
+        def sweep(n, e):
+            pass
+        if __name__ == "__main__":
+            sweep.run()
+    """)

@@ -50,7 +50,63 @@ def _dedent(indent: str, body: str) -> str:
 
 
 def _blocks(text: str) -> list[_Block]:
-    return [_Block(m.group(3), _dedent(m.group(1), m.group(4))) for m in _FENCE.finditer(text)]
+    out: list[_Block] = []
+    at = 0
+    while (m := _FENCE.search(text, at)) is not None:
+        indent, fence, tag, body, end = m.group(1), m.group(2), m.group(3), m.group(4), m.end()
+        if not _parses_as_code(_dedent(indent, body)):
+            # A fence line inside the code (a docstring's usage example, indented with it) closed the block early.
+            # CommonMark's closing fence is indented at most 3 columns past the opening's; where the text up to the
+            # first fence line does not parse, the block runs to the first closing fence so indented.
+            strict = _strict_close(text, m.start(4), indent, fence)
+            if strict is not None and _parses_as_code(_dedent(indent, text[m.start(4):strict[0]])):
+                body, end = text[m.start(4):strict[0]], strict[1]
+        tag, body = _tag_on_its_own_line(tag, _dedent(indent, body))
+        if tag.lower() in _PYTHON_TAGS and not _parses_as_code(body):
+            body = _without_notebook_lines(body)
+        out.append(_Block(tag, body))
+        at = max(end, m.start() + 1)
+    return out
+
+
+def _tag_on_its_own_line(tag: str, body: str) -> tuple[str, str]:
+    """An untagged fence whose first line is the language (```` ``` ```` then `python`): that line is the tag."""
+    first, _, rest = body.partition("\n")
+    if not tag and first.strip().lower() in _PYTHON_TAGS - {""}:
+        return first.strip(), rest
+    return tag, body
+
+
+# A notebook cell's lines that are not Python: cell magics (%%writefile model.py), line magics (%timeit) and shell
+# escapes (!pip install triton), at the start of a line
+_NOTEBOOK_LINE = re.compile(r"^(%%?[A-Za-z]|!\S)")
+
+
+def _without_notebook_lines(body: str) -> str:
+    """A python block written as a notebook cell, its magics and shell escapes left as blank lines."""
+    return "\n".join("" if _NOTEBOOK_LINE.match(line) else line for line in body.split("\n"))
+
+
+_CLOSE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*$", re.M)
+
+
+def _strict_close(text: str, start: int, indent: str, fence: str) -> tuple[int, int] | None:
+    """(where the body ends, where the closing line ends) of the first line from `start` that closes `fence` by
+    CommonMark's rule (the same character, at least as long, indented at most 3 columns past `indent`)."""
+    width = len(indent.expandtabs(4)) + 3
+    for c in _CLOSE.finditer(text, start):
+        lead = c.group(0)[:c.start(1) - c.start()]
+        if c.group(1)[0] == fence[0] and len(c.group(1)) >= len(fence) and len(lead.expandtabs(4)) <= width:
+            return c.start(), c.end()
+    return None
+
+
+def _parses_as_code(body: str) -> bool:
+    try:
+        ast.parse(body)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def python_blocks(text: str) -> list[str]:
@@ -130,11 +186,44 @@ def _with_helpers(code: str, earlier: list[str]) -> str:
         except (SyntaxError, ValueError):
             continue
         if not all(_definition(n) for n in other.body):
-            continue  # a usage snippet (calls, loops): running it at import would be wrong
+            # a usage snippet (calls, loops), or definitions followed by a quick check (`x = torch.randn(...)`,
+            # `print(gap(x).shape)`): running those at import would be wrong, so only its code is kept
+            body = _code_only(body, other)
+            other = ast.parse(body)
         if _bound_names(other) & missing:
             needed.insert(0, body)
             missing -= _bound_names(other)
-    return "\n\n".join([*needed, code]) if needed else code
+    return _join([*needed, code]) if needed else code
+
+
+def _join(parts: list[str]) -> str:
+    """Blocks joined into one module. Each block written as a file of its own may open with `from __future__
+    import annotations`, which Python accepts only at the top of a module: those imports are gathered into one line
+    there (each left as a blank line where it was, so the rest of the block keeps its shape)."""
+    features: list[str] = []
+    out: list[str] = []
+    for part in parts:
+        lines = part.split("\n")
+        for n in ast.parse(part).body:
+            if isinstance(n, ast.ImportFrom) and n.module == "__future__":
+                features += [a.name for a in n.names if a.name not in features]
+                for i in range(n.lineno - 1, n.end_lineno or n.lineno):
+                    lines[i] = ""
+        out.append("\n".join(lines))
+    joined = "\n\n".join(out)
+    return f"from __future__ import {', '.join(features)}\n{joined}" if features else joined
+
+
+def _code_only(body: str, tree: ast.Module) -> str:
+    """A block that also runs things, reduced to the code it defines: its functions, classes, imports and constants
+    (`BLOCK = 256`); every other top-level statement is blanked out (its lines left empty). An assignment of anything
+    but a literal is the snippet's own (`x = torch.randn(...)`, `model = ModelNew(...)`)."""
+    lines = body.split("\n")
+    for n in tree.body:
+        if not _code(n):
+            for i in range(n.lineno - 1, n.end_lineno or n.lineno):
+                lines[i] = ""
+    return "\n".join(lines)
 
 
 _DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign, ast.Pass)
@@ -150,6 +239,21 @@ def _definition(n: ast.stmt) -> bool:
     if isinstance(n, ast.If):
         return all(_definition(s) for s in [*n.body, *n.orelse])
     return False
+
+
+def _code(n: ast.stmt) -> bool:
+    """A statement that defines code or a constant (as _definition, with assignments of literals only)."""
+    if isinstance(n, (ast.Assign, ast.AnnAssign)):
+        try:
+            ast.literal_eval(n.value) if n.value is not None else None
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return False
+        return True
+    if isinstance(n, ast.Try):
+        return all(_code(s) for s in [*n.body, *n.orelse, *n.finalbody, *(s for h in n.handlers for s in h.body)])
+    if isinstance(n, ast.If):
+        return all(_code(s) for s in [*n.body, *n.orelse])
+    return _definition(n)
 
 
 def _docstring(n: ast.stmt) -> bool:

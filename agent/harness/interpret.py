@@ -12,6 +12,12 @@ TRITON_INTERPRET=1. Each fix gives a kernel no reach it lacks on the GPU: the sa
 - libdevice: `triton.language.extra.libdevice` is a table of stubs the compiler maps to the backend's library; the
   interpreter calls the stubs, which return None. Those with a triton.language.math twin of the same meaning run as
   that twin (looked up at call time: the interpreter patches triton.language.math while a kernel runs).
+- torch.cuda's device queries and synchronize: an answer may size its grid from
+  `torch.cuda.get_device_properties("cuda").multi_processor_count` at import (Triton's persistent-kernel tutorials
+  do), pick a block from `get_device_capability()`, or end its wrapper with `torch.cuda.synchronize()`. A PyTorch
+  without CUDA raises there; where CUDA is not available they answer for the CPU, as the driver's queries do (one
+  "multiprocessor" per core, capability (0, 0): no architecture's special paths), and synchronize returns at once
+  (the interpreter's launches have finished when they return). torch.cuda.is_available() still says False.
 - The driver: Triton's tutorials begin `DEVICE = triton.runtime.driver.active.get_active_torch_device()`; without a
   GPU no driver is active and that raises. The interpreter computes on the CPU, so where no driver is active the
   queries a kernel module may use (policy.toml's triton_api) answer for the CPU: a kernel's data lives there.
@@ -20,6 +26,7 @@ TRITON_INTERPRET=1. Each fix gives a kernel no reach it lacks on the GPU: the sa
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
 from typing import Any
 
 # libdevice names whose triton.language.math function computes the same thing (CUDA's libdevice and HIP's ocml)
@@ -34,6 +41,7 @@ def install() -> None:
     _range_loops()
     _libdevice()
     _driver()
+    _synchronize()
 
 
 def _closures() -> None:
@@ -144,3 +152,50 @@ def _driver() -> None:
     except RuntimeError:
         driver.set_active(_CpuDriver())
 
+
+def _synchronize() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    torch.cuda.synchronize = _nothing_queued
+    torch.cuda.current_device = _CpuDriver.get_current_device
+    torch.cuda.get_device_properties = _cpu_properties  # type: ignore[assignment]
+    torch.cuda.get_device_capability = _cpu_capability
+    torch.cuda.get_device_name = _cpu_name
+
+
+def _nothing_queued(device: Any = None) -> None:
+    """torch.cuda.synchronize on a CPU: the interpreter's launches have finished when they return."""
+
+
+def _cpu_capability(device: Any = None) -> tuple[int, int]:
+    return (0, 0)
+
+
+def _cpu_name(device: Any = None) -> str:
+    return "cpu (Triton interpreter)"
+
+
+@dataclass(frozen=True)
+class _CpuProperties:
+    """torch.cuda.get_device_properties' fields, for the CPU (the numbers _CpuUtils gives Triton's queries)."""
+
+    multi_processor_count: int
+    name: str = "cpu (Triton interpreter)"
+    major: int = 0
+    minor: int = 0
+    total_memory: int = 0
+    warp_size: int = 32
+    max_threads_per_multi_processor: int = 2048
+    regs_per_multiprocessor: int = 65536
+    shared_memory_per_block: int = 49152
+    shared_memory_per_block_optin: int = 232448
+    shared_memory_per_multiprocessor: int = 233472
+    L2_cache_size: int = 0
+    is_integrated: int = 0
+    is_multi_gpu_board: int = 0
+
+
+def _cpu_properties(device: Any = None) -> _CpuProperties:
+    return _CpuProperties(multi_processor_count=_CpuUtils.get_device_properties()["multiprocessor_count"])

@@ -1,6 +1,7 @@
-"""A candidate's main-guarded self-test, which never runs: the harness imports the candidate under the name
-`candidate`, so a top-level `if __name__ == "__main__":` body is dead code, provided nothing in the module can rebind
-`__name__`. The static policy (agent.harness.policy) empties those bodies before it checks the rest."""
+"""A candidate's self-test, which never runs: the harness imports the candidate under the name `candidate`, so a
+top-level `if __name__ == "__main__":` body is dead code, provided nothing in the module can rebind `__name__`; and so
+are the helpers only it calls (a `benchmark()` timing with CUDA events). The static policy (agent.harness.policy)
+empties those bodies before it checks the rest."""
 
 from __future__ import annotations
 
@@ -32,10 +33,85 @@ def binds_module_name(tree: ast.Module) -> bool:
 def skip_main_guards(tree: ast.Module) -> bool:
     """Empty the bodies of top-level `if __name__ == "__main__":` blocks (an answer's self-test or benchmark, which
     may time with what a kernel module may not use): the harness imports the candidate under another name, so they
-    never run, provided nothing in the code rebinds `__name__`. Their `else` branches run and stay checked."""
+    never run, provided nothing in the code rebinds `__name__`. Their `else` branches run and stay checked. Then the
+    bodies of the functions nothing live calls (self_test_helpers). True where anything was emptied."""
     guards = [n for n in tree.body if isinstance(n, ast.If) and is_main_test(n.test)]
     if not guards or binds_module_name(tree):
         return False
+    called = {n.id for g in guards for s in g.body for n in ast.walk(s) if isinstance(n, ast.Name)}
     for g in guards:
         g.body = [ast.copy_location(ast.Pass(), g)]
+    for f in self_test_helpers(tree, called):
+        f.body = [ast.copy_location(ast.Pass(), f.body[0])]
+        f.decorator_list = [_Recorded().visit(d) for d in f.decorator_list]
     return True
+
+
+# Triton's tutorials mark their benchmark `@triton.testing.perf_report(triton.testing.Benchmark(...))`: both only
+# record their arguments (a Mark holding the function, run by `benchmark.run()` in the main guard), so on a helper
+# only the self-test names they stand for the arguments alone, which stay checked (they run at import).
+_RECORDERS = {"triton.testing.perf_report", "triton.testing.Benchmark"}
+
+
+def _chain(node: ast.AST) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
+def _recording(decorator: ast.expr) -> bool:
+    return isinstance(decorator, ast.Call) and _chain(decorator.func) == "triton.testing.perf_report"
+
+
+class _Recorded(ast.NodeTransformer):
+    """A recorder's call as the tuple of its arguments."""
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        if _chain(node.func) not in _RECORDERS:
+            return node
+        return ast.copy_location(ast.Tuple(elts=[*node.args, *(k.value for k in node.keywords)], ctx=ast.Load()), node)
+
+
+def self_test_helpers(tree: ast.Module, called: set[str]) -> list[ast.FunctionDef]:
+    """The top-level functions only the (emptied) self-test calls: `def benchmark(model, x)` timing with CUDA
+    events, named in the main guard (`called`) and by nothing else that runs, directly or through other such
+    helpers. A function's body runs only where it is called, and a module-level function is reached only through its
+    name (the frames, globals and getattr on the module that could reach it otherwise are refused). Undecorated only
+    (a decorator is handed the function and may call it), but for Triton's perf_report, which only records it; its
+    signature stays checked (defaults run at import)."""
+    dead = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and all(map(_recording, f.decorator_list))}
+    while True:
+        read = {n.id for n in _outside(tree, set(dead.values())) if isinstance(n, ast.Name)
+                and not isinstance(n.ctx, ast.Store)}
+        live = {name for name in dead if name in read}
+        if not live:
+            break
+        for name in live:
+            del dead[name]
+    reached: set[str] = set()
+    todo = [name for name in called if name in dead]
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        todo += [n.id for s in dead[name].body for n in ast.walk(s) if isinstance(n, ast.Name) and n.id in dead]
+    return [dead[name] for name in sorted(reached)]
+
+
+def _outside(tree: ast.Module, bodies: set[ast.FunctionDef]) -> list[ast.AST]:
+    """Every node of the module but those inside the bodies of `bodies` (their decorators and signatures kept)."""
+    out: list[ast.AST] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        if node in bodies:
+            assert isinstance(node, ast.FunctionDef)
+            stack.extend([node.args, *node.decorator_list, *([node.returns] if node.returns else [])])
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+    return out

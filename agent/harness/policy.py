@@ -22,6 +22,7 @@ from functools import lru_cache
 from pydantic import BaseModel
 
 from agent.datafiles import load_toml
+from agent.harness import environ
 from agent.harness.names import aliases as find_aliases
 from agent.harness.hooks import allocator_hooks
 from agent.harness.mainguard import skip_main_guards
@@ -52,6 +53,7 @@ class _Data(BaseModel):
     allowed_modules: list[str]
     triton_api: list[str]
     module_api: dict[str, list[str]]
+    module_paths: dict[str, list[str]]
     builtins: set[str]
     forbidden: dict[str, str]
     forbidden_attributes: dict[str, str]
@@ -109,9 +111,12 @@ class _Checker:
                 self.add(node, "import", "relative imports are not allowed")
                 return
             module = node.module or ""
+            if environ.importable(module, [a.name for a in node.names]):
+                return  # `from os import environ`: each use is judged by environ.environment_uses
             # `from triton.runtime import driver` (Triton's tutorials): a package on the way to a listed triton path,
             # each name then judged as that path
             on_the_way = module.startswith("triton.") and any(a.startswith(module + ".") for a in _data().triton_api)
+            on_the_way |= module in _data().module_paths  # `from torch.jit import ignore`: each name judged as a path
             if not reach.allowed(module) and not on_the_way:
                 self.add(node, "import", f"import of `{module}` is not allowed (a kernel module may import: {allowed_list})")
                 return
@@ -122,7 +127,7 @@ class _Checker:
                     return
             return
         for a in node.names:
-            if not reach.allowed(a.name):
+            if not reach.allowed(a.name) and not environ.importable(a.name):
                 self.add(node, "import", f"import of `{a.name}` is not allowed (a kernel module may import: {allowed_list})")
                 return
 
@@ -158,6 +163,13 @@ class _Checker:
             if _is_dunder(part) and part not in d.dunder_attributes:
                 self.add(node, "escape", f"`{'.'.join(parts[: i + 1])}` is not allowed")
                 return False
+        only = next(((m, paths) for m, paths in d.module_paths.items() if path == m or path.startswith(m + ".")), None)
+        if only is not None:
+            module, paths = only
+            if any(path == p or path.startswith(p + ".") for p in paths):
+                return True  # a listed path of a module that is otherwise refused
+            self.add(node, "import", f"`{path}`: of {module}, a kernel module may use only {', '.join(paths)}")
+            return False
         if parts[0] == "triton" and not path.startswith(_TL + ".") and path != _TL:
             if path.startswith("triton.__version__."):
                 return True  # a str's own methods (a version check); its dunders were refused above
@@ -362,7 +374,11 @@ def _decorator_paths(fn: ast.FunctionDef, aliases: dict[str, str]) -> list[str]:
 
 
 def _kernels(tree: ast.AST, aliases: dict[str, str]) -> list[ast.FunctionDef]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and _JIT in _decorator_paths(n, aliases)]
+    """The @triton.jit functions, and those jitted by a call (`gap_kernel = triton.jit(_gap_body)`)."""
+    wrapped = {n.args[0].id for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args and
+               isinstance(n.args[0], ast.Name) and dotted(n.func, aliases) == _JIT}
+    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and
+            (_JIT in _decorator_paths(n, aliases) or n.name in wrapped)]
 
 
 def kernel_names(code: str) -> list[str]:
@@ -474,6 +490,8 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
                 c.assignment(node.target)
         for node, message in allocator_hooks(tree, c.aliases):
             c.add(node, "escape", message)
+        for node, message in environ.environment_uses(tree, c.aliases):
+            c.add(node, "import", message)
         kernels = _kernels(tree, c.aliases)
         _kernels_present(c, kernels)
         if stage_rules.forbid_store_then_load:

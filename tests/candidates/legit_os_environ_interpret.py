@@ -1,0 +1,36 @@
+import os
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+# Triton's interpreter (TRITON_INTERPRET=1, CPU tensors) runs each program in Python: small blocks keep it quick
+INTERPRET = os.environ.get("TRITON_INTERPRET", "0") == "1" or os.getenv("TRITON_INTERPRET") == "1"
+DEBUG = "TRITON_DEBUG" in os.environ and os.environ["TRITON_DEBUG"] != "0"
+BLOCK_DEFAULT = 128 if INTERPRET else 1024
+
+
+@triton.jit
+def gap_kernel(x_ptr, out_ptr, HW, scale, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, HW, BLOCK):
+        offs = start + tl.arange(0, BLOCK)
+        acc += tl.load(x_ptr + row * HW + offs, mask=offs < HW, other=0.0)
+    tl.store(out_ptr + row, tl.sum(acc, axis=0) * scale)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, output_padding, multiplier):
+        super().__init__()
+        self.conv_transpose = nn.ConvTranspose2d(
+            in_channels, out_channels, kernel_size, stride=stride, padding=padding, output_padding=output_padding
+        )
+        self.multiplier = multiplier
+
+    def forward(self, x):
+        y = self.conv_transpose(x).contiguous()
+        N, C, H, W = y.shape
+        out = torch.empty((N, C, 1, 1), device=y.device, dtype=y.dtype)
+        gap_kernel[(N * C,)](y, out, H * W, self.multiplier / (H * W), BLOCK=BLOCK_DEFAULT)
+        return out
