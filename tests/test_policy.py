@@ -483,3 +483,20 @@ def test_raising_warnings_at_any_stacklevel_and_silencing_them_are_fine():
            "with warnings.catch_warnings():\n    warnings.simplefilter('ignore')\ns = torch.cuda.current_stream()\n" \
            "torch.cuda.synchronize()"
     assert rules_of(code) == set()
+
+
+@pytest.mark.parametrize("extra, rule", [
+    ('import typing\ndef f(a: "torch.cuda.Event(enable_timing=True)") -> None:\n    pass\nH = typing.get_type_hints(f)\n',
+     "clock"),
+    ('def f() -> "open(\'/etc/passwd\').read()":\n    pass\n', "file"),
+    ('x: "list[\'__import__(\\"os\\")\']" = []\n', "escape"),
+])
+def test_string_annotations_are_checked_as_the_code_they_spell(extra, rule):
+    """typing.get_type_hints and singledispatch evaluate string annotations: each is parsed and checked in place,
+    strings inside strings too."""
+    assert rule in rules_of(extra)
+
+
+def test_honest_string_annotations_and_prose_in_them_stay_allowed():
+    assert rules_of('def f(x: "torch.Tensor", n: "int") -> "torch.Tensor":\n    return x\n') == set()
+    assert rules_of('import typing\nY: typing.Annotated[int, "shape (N, C) after the pool"] = 1\n') == set()

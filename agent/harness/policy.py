@@ -25,6 +25,7 @@ from agent.datafiles import load_toml
 from agent.harness import environ
 from agent.harness.names import aliases as find_aliases
 from agent.harness.hooks import allocator_hooks
+from agent.harness.annotations import annotations_as_code
 from agent.harness.mainguard import skip_main_guards
 from agent.harness.names import builtin_uses, chain_root, dotted
 from agent.harness.reach import Reach
@@ -455,7 +456,7 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
         return [Violation(line=1, rule="size", message=f"the code is over {MAX_CODE_BYTES // 1024} KB: not a kernel module")]
     tree = ast.parse(code)
-    if skip_main_guards(tree):
+    if skip_main_guards(tree) | annotations_as_code(tree):
         code = ast.unparse(tree)  # for the builtins' scope analysis (the tree keeps the original line numbers)
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):
