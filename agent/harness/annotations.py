@@ -20,8 +20,8 @@ class _Strings(ast.NodeTransformer):
         except (SyntaxError, ValueError):
             return node
         for n in ast.walk(expr):  # report at the string's place in the answer
-            n.lineno, n.col_offset = node.lineno, node.col_offset
-            n.end_lineno, n.end_col_offset = node.end_lineno, node.end_col_offset
+            if isinstance(n, (ast.expr, ast.keyword, ast.arg)):
+                ast.copy_location(n, node)
         self.changed = True
         return self.visit(expr)  # a string inside the string is evaluated in turn
 
