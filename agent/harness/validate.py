@@ -87,6 +87,12 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
     eager_at: dict[str, float] = {}
     for t in ref.trials:
         eager_at[t.size] = max(eager_at.get(t.size, 0.0), t.eager_error or 0.0)
+    # Where eager is off by more than the output itself (relative > 1: no correct digit, numerically zero at fp32),
+    # the noise differs even between processes (the fp64 truth is rounding noise too: #23's cpu-wide size, one draw,
+    # gave eager 834 in one run and 1.9e3 in the next, an honest answer 175 and 2.5e3), so every such size gets the
+    # worst noise seen at any of them. A size with a correct digit keeps its own.
+    noise = max((v for v in eager_at.values() if v > 1.0), default=0.0)
+    eager_at = {size: noise if v > 1.0 else v for size, v in eager_at.items()}
     checks: list[Check] = []
     failures: list[tuple[float, str]] = []  # (severity, description)
     previous: dict[tuple[int, str], list[Any]] = {}
