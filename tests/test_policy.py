@@ -476,3 +476,42 @@ def test_raising_warnings_at_any_stacklevel_and_silencing_them_are_fine():
            "with warnings.catch_warnings():\n    warnings.simplefilter('ignore')\ns = torch.cuda.current_stream()\n" \
            "torch.cuda.synchronize()"
     assert rules_of(code) == set()
+
+
+@pytest.mark.parametrize("line", [
+    "fetch = getattr\nc = fetch(torch, '_C')",
+    "import functools\nc = functools.reduce(getattr, ['_C'], torch)",
+    "c = list(map(getattr, [torch], ['_C']))",
+    "def f(o, n, g=getattr):\n    return g(o, n)",
+    "c = getattr(*[torch, '_C'])",
+])
+def test_getattr_is_only_called_by_name_with_a_literal(line):
+    assert "escape" in rules_of(line)
+
+
+def test_getattr_called_directly_with_a_literal_stays_allowed():
+    assert rules_of("y = getattr(torch, 'float32', None)\nh = hasattr(torch, 'float16')") == set()
+
+
+@pytest.mark.parametrize("modulus", ["18446744073709551616", "(1 << 64)", "3", "1024", "4096", "0"])
+def test_an_address_modulo_anything_but_a_small_power_of_two_is_the_address(modulus):
+    assert "escape" in rules_of(f"t = torch.empty(4)\nz = t.data_ptr() % {modulus}")
+
+
+@pytest.mark.parametrize("modulus", ["16", "128", "512"])
+def test_an_address_modulo_an_alignment_is_fine(modulus):
+    assert rules_of(f"t = torch.empty(4)\nz = t.data_ptr() % {modulus} == 0") == set()
+
+
+@pytest.mark.parametrize("line", [
+    "class P:\n    data_ptr = lambda self: 0",
+    "class P:\n    data_ptr: object = property(lambda self: (lambda: 0))",
+    "P = type('P', (), {'data_ptr': lambda self: 0})",
+    "P = type('P', (torch.Tensor,), {})",
+])
+def test_no_pointer_like_class_is_built_past_the_class_body_checks(line):
+    assert "escape" in rules_of(line)
+
+
+def test_type_of_one_object_stays_allowed():
+    assert rules_of("t = torch.empty(4)\nname = type(t).__name__\nok = isinstance(t, type(t))") == set()

@@ -191,3 +191,56 @@ def test_tracing_keeps_nothing_of_the_forward_alive():
     ''')
     ids = [[a["id"] for a in launch["args"]] for launch in got["trace"]["launches"]]
     assert ids[0][1] != ids[1][0] and len(got["trace"]["storages"]) == 4
+
+
+def test_a_launch_argument_triton_would_take_for_a_pointer_must_be_a_tensor():
+    found = run('''
+        import enum
+        from agent.harness.trace import foreign_arguments
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        class Pointer:  # Triton asks it for data_ptr (GPU) or untyped_storage (interpreter) inside the launch
+            def __getattr__(self, name):
+                raise AttributeError(name)
+
+        class Level(enum.IntEnum):
+            HIGH = 2
+
+        class Address(int):
+            def data_ptr(self):
+                return int(self)
+
+        t = torch.zeros(16, 16)
+        wrapped = TensorDescriptor.from_tensor(t, [8, 8])
+        wrapped.base = Pointer()
+        plain = ((t, torch.nn.Parameter(t), 3, 2.5, True, None, "relu", torch.float32, tl.float32, tl.constexpr(4),
+                  t.shape, Level.HIGH, TensorDescriptor.from_tensor(t, [8, 8])), {"B": 64})
+        print(json.dumps([foreign_arguments(plain, tracker.known), foreign_arguments(([Pointer()], {}), tracker.known),
+                          foreign_arguments((Address(0),), tracker.known),
+                          foreign_arguments((wrapped,), tracker.known)]))
+    ''')
+    assert found == [[], ["Pointer"], ["Address"], ["TensorDescriptor of a Pointer"]]
+
+
+def test_a_traced_launch_records_the_arguments_it_cannot_copy():
+    found = run('''
+        class Staged:  # what the interpreter asks a pointer for, answered with a storage made inside the launch
+            def __init__(self, src):
+                self.src, self.kept, self.dtype = src, [], torch.float32
+
+            def __getattr__(self, name):
+                if name == "untyped_storage":
+                    return lambda: self.kept[0] if self.kept else self.kept.append(self.src.clone().untyped_storage()) or self.kept[0]
+                answers = {"data_ptr": lambda: 0, "storage_offset": lambda: 0, "size": lambda: (8,), "stride": lambda: (1,),
+                           "new_empty": lambda *a, **k: torch.empty(0)}
+                if name in answers:
+                    return answers[name]
+                raise AttributeError(name)
+
+        x, y = torch.arange(8.0), torch.empty(8)
+        def fn(x):
+            scale[(1,)](Staged(x), y, 8, 2.0, B=8)
+            return y
+        record(fn, [x])
+    ''')
+    assert [launch["foreign"] for launch in found["trace"]["launches"]] == [["Staged"]]

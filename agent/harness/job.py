@@ -121,6 +121,8 @@ class Launch(Model):
     kernel: str
     args: list[Span] = Field(default_factory=list)
     written: list[Span] = Field(default_factory=list)
+    foreign: list[str] = Field(default_factory=list, description="type names of arguments that are neither tensors "
+                               "nor plain values (agent.harness.trace.foreign_arguments)")
 
 
 class Storage(Model):

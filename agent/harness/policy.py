@@ -213,7 +213,12 @@ class _Checker:
 
     def getattr_call(self, node: ast.Call) -> None:
         fn = node.func
-        if not (isinstance(fn, ast.Name) and fn.id in {"getattr", "hasattr"}) or len(node.args) < 2:
+        if not (isinstance(fn, ast.Name) and fn.id in {"getattr", "hasattr"}):
+            return
+        if fn.id == "getattr" and (any(isinstance(a, ast.Starred) for a in node.args) or node.keywords):
+            self.add(node, "escape", "getattr with unpacked arguments is not allowed: use the attribute directly")
+            return
+        if len(node.args) < 2:
             return
         name = node.args[1]
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
@@ -224,6 +229,15 @@ class _Checker:
         ast.copy_location(synthetic, node)
         synthetic._parent = node  # type: ignore[attr-defined]
         self.attribute(synthetic)
+
+    def name(self, node: ast.Name) -> None:
+        """getattr only called by its name: passed around (an alias, functools.reduce, map, a default argument) it
+        reads any attribute with a name the check never sees."""
+        parent = getattr(node, "_parent", None)
+        if node.id == "getattr" and isinstance(node.ctx, ast.Load) and \
+                not (isinstance(parent, ast.Call) and parent.func is node):
+            self.add(node, "escape", "`getattr` may only be called directly, with the attribute's name as a string "
+                     "literal: passed around, it reads attributes the check cannot see")
 
     def string(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _FORMAT_DUNDER.search(node.value):
@@ -266,8 +280,8 @@ class _Checker:
                 self.add(node, "escape", f"class `{node.name}` subclasses {dotted(base, self.aliases)}: outputs must be "
                          "plain tensors")
         for item in node.body:
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == tells.ADDRESS:
-                self.add(item, "escape", f"`{item.name}` makes an object Triton takes as a pointer to any address: "
+            if tells.ADDRESS in _bound_names(item):
+                self.add(item, "escape", f"`{tells.ADDRESS}` makes an object Triton takes as a pointer to any address: "
                          "pass tensors to kernels")
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in _TENSOR_HOOKS:
                 self.add(item, "escape", f"`{item.name}` hooks PyTorch's dispatch: not allowed in a kernel module")
@@ -275,6 +289,9 @@ class _Checker:
     def call(self, node: ast.Call) -> None:
         if (refused := tells.callers(node)) is not None:
             self.add(node, *refused)
+        if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) + len(node.keywords) > 1:
+            self.add(node, "escape", "type(name, bases, namespace) builds a class from strings, past the checks on "
+                     "class bodies: write a class statement")
         path = dotted(node.func, self.aliases)
         if path and path.startswith("torch.backends.") and path.count(".") >= 2 and \
                 path.rsplit(".", 1)[1] not in _BACKEND_QUERIES:
@@ -293,6 +310,15 @@ _WHY = {
                "stream is idle, NVML readings): they tell the harness's checked calls from the others",
 }
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
+
+
+def _bound_names(item: ast.stmt) -> set[str]:
+    """The names a class-body statement binds (a method, an assignment, an annotated one)."""
+    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {item.name}
+    targets = item.targets if isinstance(item, ast.Assign) else [item.target] \
+        if isinstance(item, (ast.AnnAssign, ast.AugAssign)) else []
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 # torch.backends calls that only read (whether a backend is there, its version): the flags are compared at run time
 _BACKEND_QUERIES = {"is_available", "version", "is_built"}
 
@@ -401,6 +427,8 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
                 c.imports(node)
             elif isinstance(node, ast.Name) and _is_dunder(node.id) and node.id not in _data().dunder_names:
                 c.add(node, "escape", f"`{node.id}` is not allowed")
+            elif isinstance(node, ast.Name):
+                c.name(node)
             elif isinstance(node, ast.Attribute):
                 c.attribute(node)
             elif isinstance(node, ast.Call):

@@ -3,6 +3,7 @@ rules are checked where they happen, on what each launch wrote and each operator
 
 Every stage:
 - every forward call launches Triton kernels, and every returned tensor comes from them (a Triton launch wrote it);
+- a launch is given tensors and plain values, nothing else Triton would take for a pointer (agent.harness.trace);
 - PyTorch computes on the data (what derives from the forward's inputs) at most a small fraction of the forward's
   largest tensor (operators.toml's "compute" kind, summed over the forward): a decoy kernel beside torch.mean,
   torch.ops.aten, or the reference Model itself is refused; preparing weights and constants is not the data;
@@ -67,6 +68,12 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules, zero_
     # The allowances scale with the problem's largest tensor, never with the candidate's own: an empty buffer of any
     # size costs nothing to allocate, and would otherwise buy room for PyTorch's work or for an intermediate.
     big = min(_largest(trace), _largest(reference)) if reference is not None else _largest(trace)
+    for launch in trace.launches:
+        if launch.foreign:
+            return (f"kernel `{launch.kernel}` was given {', '.join(sorted(set(launch.foreign)))} ({_where(trial)}): "
+                    "a launch's arguments are tensors and plain values; an object Triton takes for a pointer runs "
+                    "its own code inside the launch, where no operator is recorded, and hands the kernel memory "
+                    "nobody checks")
     storages = {s.id: s for s in trace.storages}
     written = {w.id for launch in trace.launches for w in launch.written}
     for out in trace.outputs:

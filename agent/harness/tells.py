@@ -18,6 +18,7 @@ from agent.harness.names import chain_root
 
 INLINE_ASM = "inline_asm_elementwise"
 ADDRESS = "data_ptr"
+MAX_ALIGNMENT = 512  # bytes: PyTorch's CUDA caching allocator rounds every block to 512
 # PTX's clock registers, read by inline assembly (tl.inline_asm_elementwise): %clock, %clock64, %globaltimer(_lo/_hi)
 _PTX_CLOCK = re.compile(r"%(clock|globaltimer)")
 _SELF = {"self", "cls"}
@@ -52,15 +53,23 @@ def clock_register(text: str) -> str | None:
 def address(node: ast.Attribute) -> Refusal | None:
     """A tensor's address only for its alignment (`x.data_ptr() % 16`): compared or subtracted it tells the
     harness's recorded calls from the others (the tracer's own buffers change what the allocator hands out) and
-    reaches memory by offset that no launch argument names."""
+    reaches memory by offset that no launch argument names. The modulus is an alignment: a power of two no coarser
+    than the caching allocator's own block alignment, below which every address it hands out agrees (a remainder
+    modulo 2**64 is the whole address)."""
     call = getattr(node, "_parent", None)
     mod = getattr(call, "_parent", None)
     if isinstance(call, ast.Call) and call.func is node and isinstance(mod, ast.BinOp) and \
-            isinstance(mod.op, ast.Mod) and mod.left is call and isinstance(mod.right, ast.Constant):
+            isinstance(mod.op, ast.Mod) and mod.left is call and _alignment(mod.right):
         return None
-    return "escape", ("a tensor's address may be read only for its alignment (`x.data_ptr() % 16`): an address "
+    return "escape", ("a tensor's address may be read only for its alignment (`x.data_ptr() % 16`, a power of two up "
+                      f"to {MAX_ALIGNMENT}): an address "
                       "compared, kept or offset tells the harness's checked calls from the others and reaches memory "
                       "no launch argument names")
+
+
+def _alignment(node: ast.expr) -> bool:
+    value = node.value if isinstance(node, ast.Constant) else None
+    return type(value) is int and 0 < value <= MAX_ALIGNMENT and value & (value - 1) == 0
 
 
 def callers(node: ast.Call) -> Refusal | None:
