@@ -244,3 +244,23 @@ def test_a_traced_launch_records_the_arguments_it_cannot_copy():
         record(fn, [x])
     ''')
     assert [launch["foreign"] for launch in found["trace"]["launches"]] == [["Staged"]]
+
+
+def test_a_callable_grid_and_pre_run_hooks_run_where_the_gpu_runs_them_before_the_launch():
+    found = run('''
+        x, y = torch.arange(8.0), torch.empty(8)
+        staged = torch.empty(8)
+
+        def hook(*args, **kwargs):
+            staged.add_(x)
+
+        scale.add_pre_run_hook(hook)
+        def fn(x):
+            def grid(meta):
+                staged.copy_(x * 3.0)
+                return (triton.cdiv(meta["n"], meta["B"]),)
+            scale[grid](staged, y, 8, 1.0, B=8)
+            return y
+        record(fn, [x])
+    ''')
+    assert {op["name"] for op in found["trace"]["ops"] if op["kind"] == "compute"} == {"mul", "add_"}

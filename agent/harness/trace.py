@@ -115,6 +115,22 @@ def foreign_arguments(obj: Any, known: frozenset[type]) -> list[str]:
     return out
 
 
+def _before_launch(executor: Any, args: tuple, kwargs: dict) -> None:
+    """What the GPU runs before the launch, run there under the interpreter too: JITFunction.run calls the pre-run
+    hooks and a callable grid (with the bound arguments) before the launcher, where the forward's operators are
+    recorded; the interpreter calls them inside its launch, where none is (a grid that computed would compute
+    unseen)."""
+    import inspect
+
+    hooks, executor.pre_run_hooks = executor.pre_run_hooks, []  # the executor's own reference: the kernel's list stays
+    for hook in hooks:
+        hook(*args, **kwargs)
+    if callable(executor.grid):
+        spec = inspect.getfullargspec(executor.fn)
+        named = {k: v for k, v in kwargs.items() if k in spec.args or k in spec.kwonlyargs}
+        executor.grid = tuple(executor.grid(inspect.getcallargs(executor.fn, *args, **named)))
+
+
 class Tracker:
     """Counts and (when tracing) records Triton launches and PyTorch operators, per forward call."""
 
@@ -148,6 +164,7 @@ class Tracker:
             original = GridExecutor.__call__
 
             def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+                _before_launch(self, args, kwargs)
                 return tracker._launch(getattr(self.fn, "__name__", "?"), (args, kwargs), lambda: original(self, *args, **kwargs))
 
             GridExecutor.__call__ = call
