@@ -196,7 +196,7 @@ def test_tracing_keeps_nothing_of_the_forward_alive():
 def test_a_launch_argument_triton_would_take_for_a_pointer_must_be_a_tensor():
     found = run('''
         import enum
-        from agent.harness.trace import foreign_arguments
+        from agent.harness.launchargs import foreign_arguments
         from triton.tools.tensor_descriptor import TensorDescriptor
 
         class Pointer:  # Triton asks it for data_ptr (GPU) or untyped_storage (interpreter) inside the launch
@@ -215,9 +215,9 @@ def test_a_launch_argument_triton_would_take_for_a_pointer_must_be_a_tensor():
         wrapped.base = Pointer()
         plain = ((t, torch.nn.Parameter(t), 3, 2.5, True, None, "relu", torch.float32, tl.float32, tl.constexpr(4),
                   t.shape, Level.HIGH, TensorDescriptor.from_tensor(t, [8, 8])), {"B": 64})
-        print(json.dumps([foreign_arguments(plain, tracker.known), foreign_arguments(([Pointer()], {}), tracker.known),
-                          foreign_arguments((Address(0),), tracker.known),
-                          foreign_arguments((wrapped,), tracker.known)]))
+        print(json.dumps([foreign_arguments(plain, tracker.known, tracker.before), foreign_arguments(([Pointer()], {}), tracker.known, tracker.before),
+                          foreign_arguments((Address(0),), tracker.known, tracker.before),
+                          foreign_arguments((wrapped,), tracker.known, tracker.before)]))
     ''')
     assert found == [[], ["Pointer"], ["Address"], ["TensorDescriptor of a Pointer"]]
 

@@ -14,6 +14,10 @@ What PyTorch computes on counts as the data where it derives from the inputs, or
 a kernel reaches memory by address (an offset from a pointer it was given), so after the first launch every storage
 but those made since the last launch may hold the data.
 
+A traced launch also names its arguments Triton could take for a pointer that are not tensors (foreign_arguments):
+Triton asks those for their memory inside the launch, where no operator is recorded. Under the interpreter, what
+the GPU runs before its launcher (a callable grid, pre-run hooks) runs before the hooked launch too.
+
 The worker reports these facts; the parent judges them (agent.harness.rules).
 """
 
@@ -26,6 +30,7 @@ from typing import Any, Literal
 
 from agent.datafiles import load_toml
 from agent.harness.job import Launch, Op, Read, Span, Storage, Trace
+from agent.harness.launchargs import classes_now, foreign_arguments, known_types
 
 
 class OperatorKinds:
@@ -61,57 +66,6 @@ def _tensors(obj: Any, torch: Any) -> list[Any]:
             stack.extend(reversed(list(x.values())))
         elif hasattr(x, "base") and isinstance(getattr(x, "base", None), torch.Tensor):  # a TensorDescriptor
             out.append(x.base)
-    return out
-
-
-def _known_types(torch: Any) -> frozenset[type]:
-    """The launch argument types Triton reads without running any code of the candidate's (numbers, strings, dtypes,
-    constexprs, the launcher's own metadata) or that the tracer copies (tensors; a descriptor's base is checked on
-    its own). Taken before the candidate is imported: a class it defines later is in none of them."""
-    import importlib
-
-    import triton.language as tl
-
-    found: set[type] = {type(None), bool, int, float, str, torch.dtype, torch.Tensor, torch.nn.Parameter, torch.Size,
-                        tl.constexpr}
-    stack: list[type] = [tl.dtype]
-    while stack:
-        cls = stack.pop()
-        found.add(cls)
-        stack.extend(cls.__subclasses__())
-    for module, name in (("triton.tools.tensor_descriptor", "TensorDescriptor"), ("triton.compiler.compiler", "LazyDict")):
-        try:
-            found.add(getattr(importlib.import_module(module), name))
-        except (ImportError, AttributeError):
-            pass
-    return frozenset(found)
-
-
-_POINTER_NAMES = ("data_ptr", "untyped_storage")  # what Triton asks of a pointer argument, on the GPU and interpreted
-
-
-def foreign_arguments(obj: Any, known: frozenset[type]) -> list[str]:
-    """The type names of launch arguments that are none of the known types: Triton takes an object with a data_ptr
-    for a pointer and asks it for its address (the interpreter: its storage) inside the launch, where the tracer
-    records no operator; such an object runs code there, and hands the kernel memory the tracer never copied. A
-    subclass of a number or a string passes where no class of it defines what a pointer has (Triton reads its value:
-    an IntEnum); a descriptor passes where its base is a tensor."""
-    out, stack = [], [obj]
-    while stack:
-        x = stack.pop()
-        t = type(x)
-        if t is dict:
-            stack.extend(x.values())
-        elif t in (tuple, list) or t in known and isinstance(x, tuple):  # a torch.Size
-            stack.extend(x)
-        elif t in known:
-            base = vars(x).get("base") if hasattr(t, "__dataclass_fields__") else None
-            if base is not None and type(base) not in known:
-                out.append(f"{t.__name__} of a {type(base).__name__}")
-        elif isinstance(x, (int, float, str)) and not any(n in vars(k) for k in t.__mro__ for n in _POINTER_NAMES):
-            continue
-        else:
-            out.append(t.__name__)
     return out
 
 
@@ -151,7 +105,7 @@ class Tracker:
         kinds = operator_kinds()
         self.free, self.heavy, self.metadata = kinds.free, kinds.heavy, kinds.metadata
         self.installed = ""
-        self.known = _known_types(torch)
+        self.known, self.before = known_types(torch), classes_now()
 
     # ---------------------------------------------------------------- hooks
 
@@ -253,7 +207,7 @@ class Tracker:
             self.launch_storages.update(self._key(t) for t in tensors)
             if not self.tracing:
                 return run()
-            foreign = foreign_arguments(args, self.known)
+            foreign = foreign_arguments(args, self.known, self.before)
             by_key = {self._key(t): t for t in tensors}
             with self.trusted.apart():
                 before = {k: self._snapshot(t) for k, t in by_key.items()}
