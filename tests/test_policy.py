@@ -515,3 +515,15 @@ def test_no_pointer_like_class_is_built_past_the_class_body_checks(line):
 
 def test_type_of_one_object_stays_allowed():
     assert rules_of("t = torch.empty(4)\nname = type(t).__name__\nok = isinstance(t, type(t))") == set()
+
+
+@pytest.mark.parametrize("line", [
+    "h = torch.empty(4, pin_memory=True)", "h = torch.empty(4).pin_memory()", "p = torch.empty(4).is_pinned()",
+    "free, total = torch.cuda.cudart().cudaMemGetInfo(0)", "from torch.cuda import cudart",
+])
+def test_rejects_what_lets_the_host_watch_the_gpus_progress(line):
+    assert "observe" in rules_of(line)
+
+
+def test_pin_memory_false_is_the_default_and_fine():
+    assert rules_of("h = torch.empty(4, pin_memory=False)") == set()

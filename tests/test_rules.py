@@ -226,3 +226,11 @@ def test_a_launch_given_an_object_that_is_not_a_tensor_or_a_plain_value_is_refus
     duck = Launch(kernel="copy", args=[span(2)], written=[span(2)], foreign=["Staged"])
     found = traced(trial([duck]), REFERENCE, FUSION)
     assert found is not None and "`copy` was given Staged" in found
+
+
+def test_a_forward_that_watches_the_gpus_progress_from_the_host_is_refused():
+    watched = trial([Launch(kernel="gap", args=[span(1), span(2)], written=[span(2)])])
+    assert watched.trace is not None
+    watched.trace.watching = ["aten.empty: pinned host memory"]
+    found = traced(watched, REFERENCE, FUSION)
+    assert found is not None and "pinned host memory" in found

@@ -264,3 +264,36 @@ def test_a_callable_grid_and_pre_run_hooks_run_where_the_gpu_runs_them_before_th
         record(fn, [x])
     ''')
     assert {op["name"] for op in found["trace"]["ops"] if op["kind"] == "compute"} == {"mul", "add_"}
+
+
+def test_pinned_memory_in_a_forward_is_recorded_before_it_runs():
+    found = run('''
+        x, y = torch.arange(8.0), torch.empty(8)
+        def fn(x):
+            try:
+                torch.empty(4, pin_memory=True)  # no GPU here: it fails after the recorder has seen it
+            except RuntimeError:
+                pass
+            scale[(1,)](x, y, 8, 2.0, B=8)
+            return y
+        record(fn, [x])
+    ''')
+    assert found["trace"]["watching"] == ["aten.empty: pinned host memory"]
+
+
+def test_only_copies_to_the_host_that_do_not_wait_watch_the_gpu():
+    found = run('''
+        from agent.harness.trace import watches_the_gpu
+        aten = torch.ops.aten
+        device, host = torch.empty(4, device="meta"), torch.empty(4)
+        cpu = torch.device("cpu")
+        print(json.dumps([
+            watches_the_gpu(aten._to_copy.default, (device,), {"device": cpu, "non_blocking": True}),
+            watches_the_gpu(aten.copy_.default, (host, device, True), {}),
+            watches_the_gpu(aten._to_copy.default, (device,), {"device": cpu}),
+            watches_the_gpu(aten._to_copy.default, (host,), {"device": torch.device("meta"), "non_blocking": True}),
+            watches_the_gpu(aten.copy_.default, (device, host), {"non_blocking": True}),
+        ]))
+    ''')
+    assert found == ["aten._to_copy(non_blocking=True) to the host", "aten.copy_(non_blocking=True) to the host",
+                     None, None, None]

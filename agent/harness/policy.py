@@ -287,8 +287,9 @@ class _Checker:
                 self.add(item, "escape", f"`{item.name}` hooks PyTorch's dispatch: not allowed in a kernel module")
 
     def call(self, node: ast.Call) -> None:
-        if (refused := tells.callers(node)) is not None:
-            self.add(node, *refused)
+        for tell in (tells.callers, tells.pinned):
+            if (refused := tell(node)) is not None:
+                self.add(node, *refused)
         if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) + len(node.keywords) > 1:
             self.add(node, "escape", "type(name, bases, namespace) builds a class from strings, past the checks on "
                      "class bodies: write a class statement")

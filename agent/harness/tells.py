@@ -85,6 +85,17 @@ def callers(node: ast.Call) -> Refusal | None:
     return None
 
 
+def pinned(node: ast.Call) -> Refusal | None:
+    """Pinned host memory asked for by keyword (`torch.empty(n, pin_memory=True)`; `.pin_memory()` is refused by
+    name): a copy fills it while the host runs on, so reading it at once shows whether the GPU has finished (it has,
+    in a call the harness records). The run-time check (agent.harness.trace.watches_the_gpu) sees every spelling."""
+    for k in node.keywords:
+        if k.arg == "pin_memory" and not (isinstance(k.value, ast.Constant) and not k.value.value):
+            return "observe", ("`pin_memory=`: pinned host memory lets the host watch the GPU's progress, which tells "
+                               "the harness's recorded calls from the others")
+    return None
+
+
 def own_name(node: ast.Attribute, own_classes: set[str]) -> bool:
     """A forbidden attribute name ("observe": query, temperature...) that is the candidate's own thing here, not the
     GPU's state: assigned, a layer called with its input (self.query(x)), or a value of the module's read and not

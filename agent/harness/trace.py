@@ -85,6 +85,24 @@ def _before_launch(executor: Any, args: tuple, kwargs: dict) -> None:
         executor.grid = tuple(executor.grid(inspect.getcallargs(executor.fn, *args, **named)))
 
 
+def watches_the_gpu(func: Any, args: Any, kwargs: dict) -> str | None:
+    """Why an operator lets the host see the GPU's progress (None: it does not): pinned host memory, which a copy
+    fills while the host runs on, or a copy from the device to the host that does not wait (it pins its target). A
+    forward that reads such memory at once sees whether the GPU has finished its launches, as it has in a recorded
+    call (the tracer synchronizes around each launch) and not in the others."""
+    name = func._overloadpacket.__name__
+    if name == "_pin_memory" or kwargs.get("pin_memory"):
+        return f"aten.{name}: pinned host memory"
+    blocking = kwargs.get("non_blocking", args[2] if name == "copy_" and len(args) > 2 else False)
+    if name in ("_to_copy", "copy_", "to") and blocking:
+        tensors = [a for a in args if hasattr(a, "device")]
+        target = kwargs.get("device", tensors[0].device if name == "copy_" and tensors else None)
+        sources = tensors[1:] if name == "copy_" else tensors
+        if target is not None and str(target).startswith("cpu") and any(t.device.type != "cpu" for t in sources):
+            return f"aten.{name}(non_blocking=True) to the host"
+    return None
+
+
 class Tracker:
     """Counts and (when tracing) records Triton launches and PyTorch operators, per forward call."""
 
@@ -160,6 +178,7 @@ class Tracker:
         # (an offset from a buffer it was given), so once one has run, any storage older than it may hold the data
         self._seen: set[int] = set()
         self._born: set[int] = set()
+        self._watching: list[str] = []
 
     def end(self, outputs: list[Any]) -> tuple[bool, Trace | None]:
         """(every output's storage was given to a launch, the trace if tracing)."""
@@ -171,7 +190,7 @@ class Tracker:
                 return launched, None
             trace = Trace(launches=self._launch_log, ops=list(self._ops.values()), reads=self._reads,
                           inputs=self._input_ids, outputs=[self._id(t) for t in outputs],
-                          storages=list(self._storages.values()))
+                          storages=list(self._storages.values()), watching=self._watching)
             self.tracing = False
             return launched, trace
         finally:
@@ -208,6 +227,8 @@ class Tracker:
             if not self.tracing:
                 return run()
             foreign = foreign_arguments(args, self.known, self.before)
+            if self.trusted.cuda:  # host memory a kernel writes is memory the host reads while the kernel runs
+                foreign += [f"a {t.device.type} tensor" for t in tensors if t.device.type != "cuda"]
             by_key = {self._key(t): t for t in tensors}
             with self.trusted.apart():
                 before = {k: self._snapshot(t) for k, t in by_key.items()}
@@ -262,6 +283,8 @@ class Tracker:
                 return False  # True would import torch._dynamo (2.3 s) to wrap a method nothing compiles
 
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                if not tracker.depth and tracker.tracing and (why := watches_the_gpu(func, args, kwargs or {})):
+                    tracker._watching.append(why)  # before the call: it may fail, as pinning does without a GPU
                 out = func(*args, **(kwargs or {}))
                 if not tracker.depth and tracker.tracing:
                     tracker._op(func, args, kwargs or {}, out)
