@@ -9,7 +9,10 @@
 2. foreign: a traced GPU launch given an object whose data_ptr Triton calls inside the launcher is recorded
    (`foreign: ['Duck']`), and a plain launch (tensors, ints, a float, a constexpr) records nothing (`plain: []`):
    the launcher's own leading arguments (grid, stream, metadata) must never count as foreign.
-3. legit: correct.py, legit_tma_host_descriptor.py, legit_one_launch_per_image.py and legit_autotune_heuristics.py
+3. tests/candidates/tell_by_dispatch_depth.py and duck_pointer_computes_in_the_launch.py timed on the GPU: expect
+   `rule_violation` ("a tensor subclass of its own"; "a launch's arguments are tensors": the duck answers the
+   interpreter's untyped_storage, so on the GPU it may instead fail in Triton's launcher: a runtime_error is fine).
+4. legit: correct.py, legit_tma_host_descriptor.py, legit_one_launch_per_image.py and legit_autotune_heuristics.py
    timed at gap44/memory-fusion: expect all `correct` (no false refusal from the launch-argument check on the GPU).
 
 Run `python bench/gpu_red6_check.py` on a GPU machine (about 3 minutes). Results: $OUT/gpu_red6_check.json (or ./).
@@ -98,9 +101,10 @@ def foreign(tracker) -> dict:
 def judged() -> list[dict]:
     names = ["correct.py", "legit_tma_host_descriptor.py", "legit_one_launch_per_image.py",
              "legit_autotune_heuristics.py"]
-    sources = [WATCH.read_text()] + [(CANDIDATES / n).read_text() for n in names]
+    hostile = ["tell_by_dispatch_depth.py", "duck_pointer_computes_in_the_launch.py"]
+    sources = [WATCH.read_text()] + [(CANDIDATES / n).read_text() for n in hostile + names]
     rows = []
-    for name, r in zip(["red6_watch_progress.py", *names], evaluate_many([_request(s) for s in sources])):
+    for name, r in zip(["red6_watch_progress.py", *hostile, *names], evaluate_many([_request(s) for s in sources])):
         t = r.timing
         row = {"case": name, "verdict": r.verdict.value, "message": r.message[:300],
                "device_ms": t.device_ms if t else None, "latency_ms": t.latency_ms if t else None}

@@ -508,6 +508,7 @@ def test_an_address_modulo_an_alignment_is_fine(modulus):
     "class P:\n    data_ptr: object = property(lambda self: (lambda: 0))",
     "P = type('P', (), {'data_ptr': lambda self: 0})",
     "P = type('P', (torch.Tensor,), {})",
+    "P = type(torch.Tensor)('P', (torch.nn.Parameter,), {})",
 ])
 def test_no_pointer_like_class_is_built_past_the_class_body_checks(line):
     assert "escape" in rules_of(line)

@@ -297,3 +297,21 @@ def test_only_copies_to_the_host_that_do_not_wait_watch_the_gpu():
     ''')
     assert found == ["aten._to_copy(non_blocking=True) to the host", "aten.copy_(non_blocking=True) to the host",
                      None, None, None]
+
+
+def test_a_tensor_class_made_by_the_candidate_is_recorded_its_dispatch_runs_inside_the_recorder():
+    found = run('''
+        def dispatch(cls, func, types, args=(), kwargs=None):
+            return torch.zeros(1)  # here a recursion probe finds the recorder's frames on the stack
+
+        Probe = type(torch.Tensor)("Probe", (torch.nn.Parameter,), {"__torch_dispatch__": classmethod(dispatch)})
+        probe = Probe(torch.zeros(1), requires_grad=False)
+        x, y = torch.arange(8.0), torch.empty(8)
+        def fn(x):
+            probe.neg()
+            torch.nn.Parameter(x).neg()  # torch's own subclass is not the candidate's
+            scale[(1,)](x, y, 8, 2.0, B=8)
+            return y
+        record(fn, [x])
+    ''')
+    assert found["trace"]["watching"] == ["Probe, a tensor subclass of its own"]

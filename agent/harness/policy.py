@@ -290,7 +290,9 @@ class _Checker:
         for tell in (tells.callers, tells.pinned):
             if (refused := tell(node)) is not None:
                 self.add(node, *refused)
-        if isinstance(node.func, ast.Name) and node.func.id == "type" and len(node.args) + len(node.keywords) > 1:
+        fn = node.func.func if isinstance(node.func, ast.Call) else node.func  # type(x)(name, bases, namespace)
+        if isinstance(fn, ast.Name) and fn.id == "type" and (len(node.args) + len(node.keywords) > 1 or
+                                                             fn is not node.func and len(node.args) == 3):
             self.add(node, "escape", "type(name, bases, namespace) builds a class from strings, past the checks on "
                      "class bodies: write a class statement")
         path = dotted(node.func, self.aliases)

@@ -283,8 +283,13 @@ class Tracker:
                 return False  # True would import torch._dynamo (2.3 s) to wrap a method nothing compiles
 
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-                if not tracker.depth and tracker.tracing and (why := watches_the_gpu(func, args, kwargs or {})):
-                    tracker._watching.append(why)  # before the call: it may fail, as pinning does without a GPU
+                if not tracker.depth and tracker.tracing:  # before the call: it may fail, as pinning does without a GPU
+                    if why := watches_the_gpu(func, args, kwargs or {}):
+                        tracker._watching.append(why)
+                    # a tensor class of the candidate's: its __torch_dispatch__ runs inside this one, a few frames
+                    # deeper than in a call nobody records (a recursion probe tells them apart)
+                    tracker._watching += [f"{t.__name__}, a tensor subclass of its own" for t in types
+                                          if t not in tracker.before]
                 out = func(*args, **(kwargs or {}))
                 if not tracker.depth and tracker.tracing:
                     tracker._op(func, args, kwargs or {}, out)
