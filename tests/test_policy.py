@@ -528,3 +528,12 @@ def test_rejects_what_lets_the_host_watch_the_gpus_progress(line):
 
 def test_pin_memory_false_is_the_default_and_fine():
     assert rules_of("h = torch.empty(4, pin_memory=False)") == set()
+
+
+@pytest.mark.parametrize("line", [
+    "def f(x, y):\n    k[(1,)](x, y, 4, BLOCK=4, launch_pdl=True)",
+    "from triton.language.extra.cuda import gdc_wait",
+    "f = tl.extra.cuda.gdc_launch_dependents",
+])
+def test_rejects_kernels_that_overlap_and_so_can_signal_each_other(line):
+    assert "stream" in rules_of(line)

@@ -287,7 +287,7 @@ class _Checker:
                 self.add(item, "escape", f"`{item.name}` hooks PyTorch's dispatch: not allowed in a kernel module")
 
     def call(self, node: ast.Call) -> None:
-        for tell in (tells.callers, tells.pinned):
+        for tell in (tells.callers, tells.pinned, tells.overlapped):
             if (refused := tell(node)) is not None:
                 self.add(node, *refused)
         fn = node.func.func if isinstance(node.func, ast.Call) else node.func  # type(x)(name, bases, namespace)

@@ -96,6 +96,17 @@ def pinned(node: ast.Call) -> Refusal | None:
     return None
 
 
+def overlapped(node: ast.Call) -> Refusal | None:
+    """Programmatic dependent launch (`launch_pdl=True`): a kernel starts before the previous one has finished, so
+    the two can signal each other through memory; the recorder's copies between the launches of a recorded call stop
+    that overlap, and the kernels can tell the call apart on the GPU alone (the gdc_* functions: by path)."""
+    for k in node.keywords:
+        if k.arg == "launch_pdl" and not (isinstance(k.value, ast.Constant) and not k.value.value):
+            return "stream", ("`launch_pdl=`: kernels that overlap can tell, on the GPU, the calls the harness records "
+                              "(its copies run between launches) from the others: launch them one after another")
+    return None
+
+
 def own_name(node: ast.Attribute, own_classes: set[str]) -> bool:
     """A forbidden attribute name ("observe": query, temperature...) that is the candidate's own thing here, not the
     GPU's state: assigned, a layer called with its input (self.query(x)), or a value of the module's read and not
