@@ -537,3 +537,11 @@ def test_pin_memory_false_is_the_default_and_fine():
 ])
 def test_rejects_kernels_that_overlap_and_so_can_signal_each_other(line):
     assert "stream" in rules_of(line)
+
+
+@pytest.mark.parametrize("line", [
+    "h = type(torch.cuda.current_stream())().cuda_stream",
+    "s = torch.cuda.get_stream_from_external(0)",
+])
+def test_rejects_a_raw_stream_handle_for_launches_past_the_timed_stream(line):
+    assert "stream" in rules_of(line)
