@@ -4,7 +4,8 @@ The harness traces some forward calls (every buffer a launch is given copied bef
 synchronized, operators recorded) and not the others; it checks some timed calls' outputs and not the others. A
 forward that can tell which calls those are can do the work only there. Whatever differs between them is a tell:
 a clock (host or device: inline assembly reading a clock register), the allocator's addresses and statistics, the
-GPU's progress (a stream's query()), the file and line that called the forward (a warning's place). Each function
+GPU's progress (a stream's query(), pinned host memory a copy fills while the host runs on, kernels that overlap and
+signal each other), the file and line that called the forward (a warning's place). Each function
 here reads one node of the candidate's AST and returns (rule, message) for what it refuses, None for what it allows.
 The run-time side of the same fence: agent.harness.trusted's audit hook and the tracer (agent.harness.trace).
 """
