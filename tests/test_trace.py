@@ -217,9 +217,12 @@ def test_a_launch_argument_triton_would_take_for_a_pointer_must_be_a_tensor():
                   t.shape, Level.HIGH, TensorDescriptor.from_tensor(t, [8, 8])), {"B": 64})
         print(json.dumps([foreign_arguments(plain, tracker.known, tracker.before), foreign_arguments(([Pointer()], {}), tracker.known, tracker.before),
                           foreign_arguments((Address(0),), tracker.known, tracker.before),
-                          foreign_arguments((wrapped,), tracker.known, tracker.before)]))
+                          foreign_arguments((wrapped,), tracker.known, tracker.before),
+                          foreign_arguments((torch.FloatStorage(4), torch.UntypedStorage(4)), tracker.known,
+                                            tracker.before)]))
     ''')
-    assert found == [[], ["Pointer"], ["Address"], ["TensorDescriptor of a Pointer"]]
+    assert found == [[], ["Pointer"], ["Address"], ["TensorDescriptor of a Pointer"],
+                     ["UntypedStorage", "TypedStorage"]]
 
 
 def test_a_traced_launch_records_the_arguments_it_cannot_copy():

@@ -36,8 +36,10 @@ def known_types(torch: Any) -> frozenset[type]:
 
 
 # What Triton asks of a pointer argument (the GPU's launcher: data_ptr; the interpreter: untyped_storage), and the
-# hooks with which an object answers any name it is asked for
-_POINTER_NAMES = frozenset({"data_ptr", "untyped_storage", "__getattr__", "__getattribute__"})
+# hooks with which an object of the candidate's answers any name it is asked for (every builtin type defines
+# __getattribute__: only a class made by the candidate is suspect for those)
+_POINTER_NAMES = frozenset({"data_ptr", "untyped_storage"})
+_HOOKS = frozenset({"__getattr__", "__getattribute__"})
 
 
 def classes_now() -> frozenset[type]:
@@ -54,11 +56,11 @@ def classes_now() -> frozenset[type]:
 
 
 def _pointer_like(x: Any, before: frozenset[type]) -> bool:
-    """Whether Triton could take `x` for a pointer: a class of the candidate's (one made after `before`) that has
-    or could answer what Triton asks a pointer for, or such a name in the object's own namespace. Read from
-    namespaces only: vars() of a class is a mapping, and a class that could answer a lookup itself is pointer-like
-    before its instance is looked at."""
-    if any(_POINTER_NAMES & vars(k).keys() for k in type(x).__mro__ if k not in before):
+    """Whether Triton could take `x` for a pointer: a class that has what Triton asks a pointer for (torch's own
+    storages too: memory the tracer never copies), a class of the candidate's (one made after `before`) that could
+    answer any name, or such a name in the object's own namespace. Read from namespaces only: vars() of a class is a
+    mapping, and a class that could answer a lookup itself is pointer-like before its instance is looked at."""
+    if any(_POINTER_NAMES & vars(k).keys() or k not in before and _HOOKS & vars(k).keys() for k in type(x).__mro__):
         return True
     own: dict = vars(x) if getattr(type(x), "__dictoffset__", 0) else {}
     return bool(_POINTER_NAMES & own.keys())
