@@ -7,7 +7,7 @@
    tuning on this GPU and the case proves nothing). Then the judge, timed: expect `rule_violation` with "to the
    host" in the message (on main: `correct`, with a device time far below correct.py's).
 2. foreign: a traced GPU launch given an object whose data_ptr Triton calls inside the launcher is recorded
-   (`foreign: ['Duck']`), and a plain launch (tensors, ints, a float, a constexpr) records nothing (`plain: []`):
+   (`foreign: [['Duck']]`), and a plain launch (tensors, ints, a float, a constexpr) records nothing (`plain: [[]]`):
    the launcher's own leading arguments (grid, stream, metadata) must never count as foreign.
 3. tests/candidates/tell_by_dispatch_depth.py and duck_pointer_computes_in_the_launch.py timed on the GPU: expect
    `rule_violation` ("a tensor subclass of its own"; "a launch's arguments are tensors": the duck answers the
