@@ -500,3 +500,71 @@ def test_string_annotations_are_checked_as_the_code_they_spell(extra, rule):
 def test_honest_string_annotations_and_prose_in_them_stay_allowed():
     assert rules_of('def f(x: "torch.Tensor", n: "int") -> "torch.Tensor":\n    return x\n') == set()
     assert rules_of('import typing\nY: typing.Annotated[int, "shape (N, C) after the pool"] = 1\n') == set()
+
+@pytest.mark.parametrize("line", [
+    "fetch = getattr\nc = fetch(torch, '_C')",
+    "import functools\nc = functools.reduce(getattr, ['_C'], torch)",
+    "c = list(map(getattr, [torch], ['_C']))",
+    "def f(o, n, g=getattr):\n    return g(o, n)",
+    "c = getattr(*[torch, '_C'])",
+])
+def test_getattr_is_only_called_by_name_with_a_literal(line):
+    assert "escape" in rules_of(line)
+
+
+def test_getattr_called_directly_with_a_literal_stays_allowed():
+    assert rules_of("y = getattr(torch, 'float32', None)\nh = hasattr(torch, 'float16')") == set()
+
+
+@pytest.mark.parametrize("modulus", ["18446744073709551616", "(1 << 64)", "3", "1024", "4096", "0"])
+def test_an_address_modulo_anything_but_a_small_power_of_two_is_the_address(modulus):
+    assert "escape" in rules_of(f"t = torch.empty(4)\nz = t.data_ptr() % {modulus}")
+
+
+@pytest.mark.parametrize("modulus", ["16", "128", "512"])
+def test_an_address_modulo_an_alignment_is_fine(modulus):
+    assert rules_of(f"t = torch.empty(4)\nz = t.data_ptr() % {modulus} == 0") == set()
+
+
+@pytest.mark.parametrize("line", [
+    "class P:\n    data_ptr = lambda self: 0",
+    "class P:\n    data_ptr: object = property(lambda self: (lambda: 0))",
+    "P = type('P', (), {'data_ptr': lambda self: 0})",
+    "P = type('P', (torch.Tensor,), {})",
+    "P = type(torch.Tensor)('P', (torch.nn.Parameter,), {})",
+])
+def test_no_pointer_like_class_is_built_past_the_class_body_checks(line):
+    assert "escape" in rules_of(line)
+
+
+def test_type_of_one_object_stays_allowed():
+    assert rules_of("t = torch.empty(4)\nname = type(t).__name__\nok = isinstance(t, type(t))") == set()
+
+
+@pytest.mark.parametrize("line", [
+    "h = torch.empty(4, pin_memory=True)", "h = torch.empty(4).pin_memory()", "p = torch.empty(4).is_pinned()",
+    "free, total = torch.cuda.cudart().cudaMemGetInfo(0)", "from torch.cuda import cudart",
+])
+def test_rejects_what_lets_the_host_watch_the_gpus_progress(line):
+    assert "observe" in rules_of(line)
+
+
+def test_pin_memory_false_is_the_default_and_fine():
+    assert rules_of("h = torch.empty(4, pin_memory=False)") == set()
+
+
+@pytest.mark.parametrize("line", [
+    "def f(x, y):\n    k[(1,)](x, y, 4, BLOCK=4, launch_pdl=True)",
+    "from triton.language.extra.cuda import gdc_wait",
+    "f = tl.extra.cuda.gdc_launch_dependents",
+])
+def test_rejects_kernels_that_overlap_and_so_can_signal_each_other(line):
+    assert "stream" in rules_of(line)
+
+
+@pytest.mark.parametrize("line", [
+    "h = type(torch.cuda.current_stream())().cuda_stream",
+    "s = torch.cuda.get_stream_from_external(0)",
+])
+def test_rejects_a_raw_stream_handle_for_launches_past_the_timed_stream(line):
+    assert "stream" in rules_of(line)

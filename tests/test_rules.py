@@ -220,3 +220,17 @@ def test_the_allowances_scale_with_the_problems_largest_tensor_not_with_a_buffer
     scale = Launch(kernel="scale", args=[span(1), span(1)], written=[span(1)])
     reduce = Launch(kernel="reduce", args=[span(1), span(2)], written=[span(2)])
     assert "kernel `scale` wrote 32.00 MB" in (traced(trial([scale, reduce], ops=[CONV, room]), REFERENCE, FUSION) or "")
+
+
+def test_a_launch_given_an_object_that_is_not_a_tensor_or_a_plain_value_is_refused():
+    duck = Launch(kernel="copy", args=[span(2)], written=[span(2)], foreign=["Staged"])
+    found = traced(trial([duck]), REFERENCE, FUSION)
+    assert found is not None and "`copy` was given Staged" in found
+
+
+def test_a_forward_that_watches_the_gpus_progress_from_the_host_is_refused():
+    watched = trial([Launch(kernel="gap", args=[span(1), span(2)], written=[span(2)])])
+    assert watched.trace is not None
+    watched.trace.watching = ["aten.empty: pinned host memory"]
+    found = traced(watched, REFERENCE, FUSION)
+    assert found is not None and "pinned host memory" in found

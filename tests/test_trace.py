@@ -191,3 +191,130 @@ def test_tracing_keeps_nothing_of_the_forward_alive():
     ''')
     ids = [[a["id"] for a in launch["args"]] for launch in got["trace"]["launches"]]
     assert ids[0][1] != ids[1][0] and len(got["trace"]["storages"]) == 4
+
+
+def test_a_launch_argument_triton_would_take_for_a_pointer_must_be_a_tensor():
+    found = run('''
+        import enum
+        from agent.harness.launchargs import foreign_arguments
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        class Pointer:  # Triton asks it for data_ptr (GPU) or untyped_storage (interpreter) inside the launch
+            def __getattr__(self, name):
+                raise AttributeError(name)
+
+        class Level(enum.IntEnum):
+            HIGH = 2
+
+        class Address(int):
+            def data_ptr(self):
+                return int(self)
+
+        t = torch.zeros(16, 16)
+        wrapped = TensorDescriptor.from_tensor(t, [8, 8])
+        wrapped.base = Pointer()
+        plain = ((t, torch.nn.Parameter(t), 3, 2.5, True, None, "relu", torch.float32, tl.float32, tl.constexpr(4),
+                  t.shape, Level.HIGH, TensorDescriptor.from_tensor(t, [8, 8])), {"B": 64})
+        print(json.dumps([foreign_arguments(plain, tracker.known, tracker.before), foreign_arguments(([Pointer()], {}), tracker.known, tracker.before),
+                          foreign_arguments((Address(0),), tracker.known, tracker.before),
+                          foreign_arguments((wrapped,), tracker.known, tracker.before),
+                          foreign_arguments((torch.FloatStorage(4), torch.UntypedStorage(4)), tracker.known,
+                                            tracker.before)]))
+    ''')
+    assert found == [[], ["Pointer"], ["Address"], ["TensorDescriptor of a Pointer"],
+                     ["UntypedStorage", "TypedStorage"]]
+
+
+def test_a_traced_launch_records_the_arguments_it_cannot_copy():
+    found = run('''
+        class Staged:  # what the interpreter asks a pointer for, answered with a storage made inside the launch
+            def __init__(self, src):
+                self.src, self.kept, self.dtype = src, [], torch.float32
+
+            def __getattr__(self, name):
+                if name == "untyped_storage":
+                    return lambda: self.kept[0] if self.kept else self.kept.append(self.src.clone().untyped_storage()) or self.kept[0]
+                answers = {"data_ptr": lambda: 0, "storage_offset": lambda: 0, "size": lambda: (8,), "stride": lambda: (1,),
+                           "new_empty": lambda *a, **k: torch.empty(0)}
+                if name in answers:
+                    return answers[name]
+                raise AttributeError(name)
+
+        x, y = torch.arange(8.0), torch.empty(8)
+        def fn(x):
+            scale[(1,)](Staged(x), y, 8, 2.0, B=8)
+            return y
+        record(fn, [x])
+    ''')
+    assert [launch["foreign"] for launch in found["trace"]["launches"]] == [["Staged"]]
+
+
+def test_a_callable_grid_and_pre_run_hooks_run_where_the_gpu_runs_them_before_the_launch():
+    found = run('''
+        x, y = torch.arange(8.0), torch.empty(8)
+        staged = torch.empty(8)
+
+        def hook(*args, **kwargs):
+            staged.add_(x)
+
+        scale.add_pre_run_hook(hook)
+        def fn(x):
+            def grid(meta):
+                staged.copy_(x * 3.0)
+                return (triton.cdiv(meta["n"], meta["B"]),)
+            scale[grid](staged, y, 8, 1.0, B=8)
+            return y
+        record(fn, [x])
+    ''')
+    assert {op["name"] for op in found["trace"]["ops"] if op["kind"] == "compute"} == {"mul", "add_"}
+
+
+def test_pinned_memory_in_a_forward_is_recorded_before_it_runs():
+    found = run('''
+        x, y = torch.arange(8.0), torch.empty(8)
+        def fn(x):
+            try:
+                torch.empty(4, pin_memory=True)  # no GPU here: it fails after the recorder has seen it
+            except RuntimeError:
+                pass
+            scale[(1,)](x, y, 8, 2.0, B=8)
+            return y
+        record(fn, [x])
+    ''')
+    assert found["trace"]["watching"] == ["aten.empty: pinned host memory"]
+
+
+def test_only_copies_to_the_host_that_do_not_wait_watch_the_gpu():
+    found = run('''
+        from agent.harness.trace import watches_the_gpu
+        aten = torch.ops.aten
+        device, host = torch.empty(4, device="meta"), torch.empty(4)
+        cpu = torch.device("cpu")
+        print(json.dumps([
+            watches_the_gpu(aten._to_copy.default, (device,), {"device": cpu, "non_blocking": True}),
+            watches_the_gpu(aten.copy_.default, (host, device, True), {}),
+            watches_the_gpu(aten._to_copy.default, (device,), {"device": cpu}),
+            watches_the_gpu(aten._to_copy.default, (host,), {"device": torch.device("meta"), "non_blocking": True}),
+            watches_the_gpu(aten.copy_.default, (device, host), {"non_blocking": True}),
+        ]))
+    ''')
+    assert found == ["aten._to_copy(non_blocking=True) to the host", "aten.copy_(non_blocking=True) to the host",
+                     None, None, None]
+
+
+def test_a_tensor_class_made_by_the_candidate_is_recorded_its_dispatch_runs_inside_the_recorder():
+    found = run('''
+        def dispatch(cls, func, types, args=(), kwargs=None):
+            return torch.zeros(1)  # here a recursion probe finds the recorder's frames on the stack
+
+        Probe = type(torch.Tensor)("Probe", (torch.nn.Parameter,), {"__torch_dispatch__": classmethod(dispatch)})
+        probe = Probe(torch.zeros(1), requires_grad=False)
+        x, y = torch.arange(8.0), torch.empty(8)
+        def fn(x):
+            probe.neg()
+            torch.nn.Parameter(x).neg()  # torch's own subclass is not the candidate's
+            scale[(1,)](x, y, 8, 2.0, B=8)
+            return y
+        record(fn, [x])
+    ''')
+    assert found["trace"]["watching"] == ["Probe, a tensor subclass of its own"]

@@ -121,6 +121,8 @@ class Launch(Model):
     kernel: str
     args: list[Span] = Field(default_factory=list)
     written: list[Span] = Field(default_factory=list)
+    foreign: list[str] = Field(default_factory=list, description="type names of arguments that are neither tensors "
+                               "nor plain values (agent.harness.trace.foreign_arguments)")
 
 
 class Storage(Model):
@@ -148,6 +150,9 @@ class Trace(Model):
     storages: list[Storage] = Field(default_factory=list)
     inputs: list[int] = Field(default_factory=list, description="storage ids of the forward's tensor inputs")
     outputs: list[int] = Field(default_factory=list, description="storage ids of the returned tensors")
+    watching: list[str] = Field(default_factory=list, description="what let the forward tell a recorded call from "
+                                "the others: operators that let the host see the GPU's progress "
+                                "(agent.harness.trace.watches_the_gpu), tensor classes of the candidate's")
 
 
 class TrialRecord(Model):

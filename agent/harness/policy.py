@@ -7,8 +7,9 @@ exec/eval/compile, dynamic imports, computed getattr, frame/code/traceback objec
 subclasses, monkeypatching torch or triton, changing PyTorch's numeric flags, side streams, files, pointers made from
 integers. The stage adds its own rules (memory-fusion: no value stored and loaded back at the same address).
 
-This is the first, cheap fence. The wall is the sandbox (contain.py); what the code does at run time is checked
-where it happens (agent.harness.trace, agent.harness.rules).
+What could tell the harness's recorded calls from the others (clock registers, addresses, a warning's place, the
+GPU's state) is read by agent.harness.tells. This is the first, cheap fence. The wall is the sandbox (contain.py);
+what the code does at run time is checked where it happens (agent.harness.trace, agent.harness.rules).
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from functools import lru_cache
 from pydantic import BaseModel
 
 from agent.datafiles import load_toml
-from agent.harness import environ
-from agent.harness.names import aliases as find_aliases
+from agent.harness import environ, tells
 from agent.harness.hooks import allocator_hooks
 from agent.harness.annotations import annotations_as_code
 from agent.harness.mainguard import skip_main_guards
+from agent.harness.names import aliases as find_aliases
 from agent.harness.names import builtin_uses, chain_root, dotted
 from agent.harness.reach import Reach
 from agent.schema import StageRules
@@ -196,15 +197,14 @@ class _Checker:
     def attribute(self, node: ast.Attribute) -> None:
         d = _data()
         name = node.attr
-        if name in d.forbidden_attributes and not _own_name(node, self.own_classes):
+        if name in d.forbidden_attributes and not tells.own_name(node, self.own_classes):
             rule = d.forbidden_attributes[name]
             self.add(node, rule, f"`.{name}` is not allowed" + (f": {_WHY[rule]}" if rule in ("host-compute", "clock",
                                                                                           "observe") else ""))
             return
-        if name == _INLINE_ASM:
-            self.inline_asm(node)
-        if name == _ADDRESS:
-            self.address(node)
+        tell = {tells.INLINE_ASM: tells.inline_asm, tells.ADDRESS: tells.address}.get(name)
+        if tell is not None and (refused := tell(node)) is not None:
+            self.add(node, *refused)
         if _is_dunder(name):
             if name not in d.dunder_attributes:
                 self.add(node, "escape", f"attribute `{name}` is not allowed")
@@ -223,32 +223,14 @@ class _Checker:
         elif name in _reach().denied_names and not own:
             self.add(node, "import", f"`.{name}` names a module a kernel module may not use")
 
-    def inline_asm(self, node: ast.Attribute) -> None:
-        """Inline assembly only as a direct call with a literal string: what the check cannot read (a string built in
-        pieces, the function passed around or reached by getattr) it cannot clear of a clock register."""
-        call = getattr(node, "_parent", None)
-        asm = None
-        if isinstance(call, ast.Call) and call.func is node:
-            asm = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "asm"), None)
-        if not (isinstance(asm, ast.Constant) and isinstance(asm.value, str)):
-            self.add(node, "clock", "inline assembly must be called directly with a string literal (the check reads "
-                     "it for clock registers)")
-
-    def address(self, node: ast.Attribute) -> None:
-        """A tensor's address only for its alignment (`x.data_ptr() % 16`): compared or subtracted it tells the
-        harness's recorded calls from the others (the tracer's own buffers change what the allocator hands out) and
-        reaches memory by offset that no launch argument names."""
-        call = getattr(node, "_parent", None)
-        mod = getattr(call, "_parent", None)
-        if not (isinstance(call, ast.Call) and call.func is node and isinstance(mod, ast.BinOp)
-                and isinstance(mod.op, ast.Mod) and mod.left is call and isinstance(mod.right, ast.Constant)):
-            self.add(node, "escape", "a tensor's address may be read only for its alignment (`x.data_ptr() % 16`): "
-                     "an address compared, kept or offset tells the harness's checked calls from the others and "
-                     "reaches memory no launch argument names")
-
     def getattr_call(self, node: ast.Call) -> None:
         fn = node.func
-        if not (isinstance(fn, ast.Name) and fn.id in {"getattr", "hasattr"}) or len(node.args) < 2:
+        if not (isinstance(fn, ast.Name) and fn.id in {"getattr", "hasattr"}):
+            return
+        if fn.id == "getattr" and (any(isinstance(a, ast.Starred) for a in node.args) or node.keywords):
+            self.add(node, "escape", "getattr with unpacked arguments is not allowed: use the attribute directly")
+            return
+        if len(node.args) < 2:
             return
         name = node.args[1]
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
@@ -260,6 +242,15 @@ class _Checker:
         synthetic._parent = node  # type: ignore[attr-defined]
         self.attribute(synthetic)
 
+    def name(self, node: ast.Name) -> None:
+        """getattr only called by its name: passed around (an alias, functools.reduce, map, a default argument) it
+        reads any attribute with a name the check never sees."""
+        parent = getattr(node, "_parent", None)
+        if node.id == "getattr" and isinstance(node.ctx, ast.Load) and \
+                not (isinstance(parent, ast.Call) and parent.func is node):
+            self.add(node, "escape", "`getattr` may only be called directly, with the attribute's name as a string "
+                     "literal: passed around, it reads attributes the check cannot see")
+
     def string(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and _FORMAT_DUNDER.search(node.value):
             self.add(node, "escape", "a format string that reaches a dunder attribute is not allowed")
@@ -268,8 +259,8 @@ class _Checker:
                 if name in _data().forbidden_attributes:
                     self.add(node, _data().forbidden_attributes[name], f"a format string that reads `.{name}` is "
                              "not allowed")
-        if isinstance(node.value, str) and (register := _PTX_CLOCK.search(node.value)):
-            self.add(node, "clock", f"`{register.group(0)}` is a clock register: {_WHY['clock']}")
+        if isinstance(node.value, str) and (register := tells.clock_register(node.value)):
+            self.add(node, "clock", f"`{register}` is a clock register: {_WHY['clock']}")
 
     def assignment(self, target: ast.expr) -> None:
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -301,50 +292,25 @@ class _Checker:
                 self.add(node, "escape", f"class `{node.name}` subclasses {dotted(base, self.aliases)}: outputs must be "
                          "plain tensors")
         for item in node.body:
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == _ADDRESS:
-                self.add(item, "escape", f"`{item.name}` makes an object Triton takes as a pointer to any address: "
+            if tells.ADDRESS in _bound_names(item):
+                self.add(item, "escape", f"`{tells.ADDRESS}` makes an object Triton takes as a pointer to any address: "
                          "pass tensors to kernels")
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in _TENSOR_HOOKS:
                 self.add(item, "escape", f"`{item.name}` hooks PyTorch's dispatch: not allowed in a kernel module")
 
     def call(self, node: ast.Call) -> None:
-        self.callers(node)
+        for tell in (tells.callers, tells.pinned, tells.overlapped):
+            if (refused := tell(node)) is not None:
+                self.add(node, *refused)
+        fn = node.func.func if isinstance(node.func, ast.Call) else node.func  # type(x)(name, bases, namespace)
+        if isinstance(fn, ast.Name) and fn.id == "type" and (len(node.args) + len(node.keywords) > 1 or
+                                                             fn is not node.func and len(node.args) == 3):
+            self.add(node, "escape", "type(name, bases, namespace) builds a class from strings, past the checks on "
+                     "class bodies: write a class statement")
         path = dotted(node.func, self.aliases)
         if path and path.startswith("torch.backends.") and path.count(".") >= 2 and \
                 path.rsplit(".", 1)[1] not in _BACKEND_QUERIES:
             self.add(node, "backend-flags", f"`{path}(...)` changes PyTorch's backend flags: not allowed")
-
-    def callers(self, node: ast.Call) -> None:
-        """A warning raised `stacklevel` frames up names the file and line of whoever called the forward (the
-        harness's checked calls come from other lines than the rest): raising one is fine (`stacklevel=2` is common
-        in honest code, and its place goes to stderr), reading it back is not: catch_warnings(record=...), in any
-        spelling on any object (the module may have been passed in). Replacing showwarning is refused by name."""
-        fn = node.func
-        name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
-        if name == "catch_warnings" and (node.args or any(k.arg in ("record", None) for k in node.keywords)):
-            self.add(node, "escape", "`catch_warnings(record=...)`: a recorded warning's place names the forward's "
-                     "callers, which a kernel module may not learn")
-
-
-# Forbidden names honest code also gives its own things: attention's `self.query = nn.Linear(...)`, a softmax's
-# `self.temperature`. Refused where they read the GPU's state: Stream/Event.query() takes no argument; NVML's
-# readings are calls (torch.cuda.temperature() ...), and torch's own paths are judged as paths.
-_LAYER_NAMES = {"query"}
-_VALUE_NAMES = {"temperature", "utilization", "clock_rate", "power_draw"}
-
-
-def _own_name(node: ast.Attribute, own_classes: set[str]) -> bool:
-    if node.attr not in _LAYER_NAMES | _VALUE_NAMES:
-        return False
-    if isinstance(node.ctx, ast.Store):
-        return True
-    parent = getattr(node, "_parent", None)
-    called = isinstance(parent, ast.Call) and parent.func is node
-    if node.attr in _LAYER_NAMES:
-        return called and bool(parent.args or parent.keywords)  # type: ignore[union-attr]
-    root = chain_root(node)  # a value of the module's own (self.temperature), read, not called
-    return not called and isinstance(root, ast.Name) and (root.id in _SELF or root.id in own_classes) and \
-        node.value is root
 
 
 _WHY = {
@@ -358,11 +324,16 @@ _WHY = {
     "observe": "a kernel module never reads the harness's or the GPU's state (allocator statistics, whether the "
                "stream is idle, NVML readings): they tell the harness's checked calls from the others",
 }
-# PTX's clock registers, read by inline assembly (tl.inline_asm_elementwise): %clock, %clock64, %globaltimer(_lo/_hi)
-_PTX_CLOCK = re.compile(r"%(clock|globaltimer)")
-_INLINE_ASM = "inline_asm_elementwise"
-_ADDRESS = "data_ptr"
 _TENSOR_HOOKS = {"__torch_function__", "__torch_dispatch__"}
+
+
+def _bound_names(item: ast.stmt) -> set[str]:
+    """The names a class-body statement binds (a method, an assignment, an annotated one)."""
+    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {item.name}
+    targets = item.targets if isinstance(item, ast.Assign) else [item.target] \
+        if isinstance(item, (ast.AnnAssign, ast.AugAssign)) else []
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 # torch.backends calls that only read (whether a backend is there, its version): the flags are compared at run time
 _BACKEND_QUERIES = {"is_available", "version", "is_built"}
 
@@ -475,6 +446,8 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
                 c.imports(node)
             elif isinstance(node, ast.Name) and _is_dunder(node.id) and node.id not in _data().dunder_names:
                 c.add(node, "escape", f"`{node.id}` is not allowed")
+            elif isinstance(node, ast.Name):
+                c.name(node)
             elif isinstance(node, ast.Attribute):
                 c.attribute(node)
             elif isinstance(node, ast.Call):

@@ -3,6 +3,10 @@ rules are checked where they happen, on what each launch wrote and each operator
 
 Every stage:
 - every forward call launches Triton kernels, and every returned tensor comes from them (a Triton launch wrote it);
+- a launch is given tensors and plain values, nothing else Triton would take for a pointer (agent.harness.trace);
+- nothing tells recorded calls from the others: no operator lets the host watch the GPU's progress (pinned memory,
+  copies to the host that do not wait), and no tensor is of a class the candidate made (its dispatch would run
+  inside the recorder's);
 - PyTorch computes on the data (what derives from the forward's inputs) at most a small fraction of the forward's
   largest tensor (operators.toml's "compute" kind, summed over the forward): a decoy kernel beside torch.mean,
   torch.ops.aten, or the reference Model itself is refused; preparing weights and constants is not the data;
@@ -67,6 +71,16 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules, zero_
     # The allowances scale with the problem's largest tensor, never with the candidate's own: an empty buffer of any
     # size costs nothing to allocate, and would otherwise buy room for PyTorch's work or for an intermediate.
     big = min(_largest(trace), _largest(reference)) if reference is not None else _largest(trace)
+    if trace.watching:
+        return (f"the forward used {', '.join(sorted(set(trace.watching)))} ({_where(trial)}): each tells the calls "
+                "the harness records from the others (pinned memory or a copy to the host that does not wait shows "
+                "whether the GPU has finished; a tensor subclass's dispatch runs deeper inside the recorder)")
+    for launch in trace.launches:
+        if launch.foreign:
+            return (f"kernel `{launch.kernel}` was given {', '.join(sorted(set(launch.foreign)))} ({_where(trial)}): "
+                    "a launch's arguments are tensors and plain values; an object Triton takes for a pointer runs "
+                    "its own code inside the launch, where no operator is recorded, and hands the kernel memory "
+                    "nobody checks")
     storages = {s.id: s for s in trace.storages}
     written = {w.id for launch in trace.launches for w in launch.written}
     for out in trace.outputs:

@@ -14,6 +14,10 @@ What PyTorch computes on counts as the data where it derives from the inputs, or
 a kernel reaches memory by address (an offset from a pointer it was given), so after the first launch every storage
 but those made since the last launch may hold the data.
 
+A traced launch also names its arguments Triton could take for a pointer that are not tensors (foreign_arguments):
+Triton asks those for their memory inside the launch, where no operator is recorded. Under the interpreter, what
+the GPU runs before its launcher (a callable grid, pre-run hooks) runs before the hooked launch too.
+
 The worker reports these facts; the parent judges them (agent.harness.rules).
 """
 
@@ -26,6 +30,7 @@ from typing import Any, Literal
 
 from agent.datafiles import load_toml
 from agent.harness.job import Launch, Op, Read, Span, Storage, Trace
+from agent.harness.launchargs import classes_now, foreign_arguments, known_types
 
 
 class OperatorKinds:
@@ -64,6 +69,40 @@ def _tensors(obj: Any, torch: Any) -> list[Any]:
     return out
 
 
+def _before_launch(executor: Any, args: tuple, kwargs: dict) -> None:
+    """What the GPU runs before the launch, run there under the interpreter too: JITFunction.run calls the pre-run
+    hooks and a callable grid (with the bound arguments) before the launcher, where the forward's operators are
+    recorded; the interpreter calls them inside its launch, where none is (a grid that computed would compute
+    unseen)."""
+    import inspect
+
+    hooks, executor.pre_run_hooks = executor.pre_run_hooks, []  # the executor's own reference: the kernel's list stays
+    for hook in hooks:
+        hook(*args, **kwargs)
+    if callable(executor.grid):
+        spec = inspect.getfullargspec(executor.fn)
+        named = {k: v for k, v in kwargs.items() if k in spec.args or k in spec.kwonlyargs}
+        executor.grid = tuple(executor.grid(inspect.getcallargs(executor.fn, *args, **named)))
+
+
+def watches_the_gpu(func: Any, args: Any, kwargs: dict) -> str | None:
+    """Why an operator lets the host see the GPU's progress (None: it does not): pinned host memory, which a copy
+    fills while the host runs on, or a copy from the device to the host that does not wait (it pins its target). A
+    forward that reads such memory at once sees whether the GPU has finished its launches, as it has in a recorded
+    call (the tracer synchronizes around each launch) and not in the others."""
+    name = func._overloadpacket.__name__
+    if name == "_pin_memory" or kwargs.get("pin_memory"):
+        return f"aten.{name}: pinned host memory"
+    blocking = kwargs.get("non_blocking", args[2] if name == "copy_" and len(args) > 2 else False)
+    if name in ("_to_copy", "copy_", "to") and blocking:
+        tensors = [a for a in args if hasattr(a, "device")]
+        target = kwargs.get("device", tensors[0].device if name == "copy_" and tensors else None)
+        sources = tensors[1:] if name == "copy_" else tensors
+        if target is not None and str(target).startswith("cpu") and any(t.device.type != "cpu" for t in sources):
+            return f"aten.{name}(non_blocking=True) to the host"
+    return None
+
+
 class Tracker:
     """Counts and (when tracing) records Triton launches and PyTorch operators, per forward call."""
 
@@ -84,6 +123,7 @@ class Tracker:
         kinds = operator_kinds()
         self.free, self.heavy, self.metadata = kinds.free, kinds.heavy, kinds.metadata
         self.installed = ""
+        self.known, self.before = known_types(torch), classes_now()
 
     # ---------------------------------------------------------------- hooks
 
@@ -96,6 +136,7 @@ class Tracker:
             original = GridExecutor.__call__
 
             def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+                _before_launch(self, args, kwargs)
                 return tracker._launch(getattr(self.fn, "__name__", "?"), (args, kwargs), lambda: original(self, *args, **kwargs))
 
             GridExecutor.__call__ = call
@@ -137,6 +178,7 @@ class Tracker:
         # (an offset from a buffer it was given), so once one has run, any storage older than it may hold the data
         self._seen: set[int] = set()
         self._born: set[int] = set()
+        self._watching: list[str] = []
 
     def end(self, outputs: list[Any]) -> tuple[bool, Trace | None]:
         """(every output's storage was given to a launch, the trace if tracing)."""
@@ -148,7 +190,7 @@ class Tracker:
                 return launched, None
             trace = Trace(launches=self._launch_log, ops=list(self._ops.values()), reads=self._reads,
                           inputs=self._input_ids, outputs=[self._id(t) for t in outputs],
-                          storages=list(self._storages.values()))
+                          storages=list(self._storages.values()), watching=self._watching)
             self.tracing = False
             return launched, trace
         finally:
@@ -184,6 +226,9 @@ class Tracker:
             self.launch_storages.update(self._key(t) for t in tensors)
             if not self.tracing:
                 return run()
+            foreign = foreign_arguments(args, self.known, self.before)
+            if self.trusted.cuda:  # host memory a kernel writes is memory the host reads while the kernel runs
+                foreign += [f"a {t.device.type} tensor" for t in tensors if t.device.type != "cuda"]
             by_key = {self._key(t): t for t in tensors}
             with self.trusted.apart():
                 before = {k: self._snapshot(t) for k, t in by_key.items()}
@@ -195,7 +240,8 @@ class Tracker:
             self.trusted.sync()
             if self._tainted & set(by_key):
                 self._tainted.update(k for k, t in by_key.items() if self._id(t) in {w.id for w in written})
-            self._launch_log.append(Launch(kernel=name, args=[self._extent(t) for t in tensors], written=written))
+            self._launch_log.append(Launch(kernel=name, args=[self._extent(t) for t in tensors], written=written,
+                                           foreign=foreign))
             self._seen.update(by_key)
             self._born = set()
             return result
@@ -237,6 +283,13 @@ class Tracker:
                 return False  # True would import torch._dynamo (2.3 s) to wrap a method nothing compiles
 
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                if not tracker.depth and tracker.tracing:  # before the call: it may fail, as pinning does without a GPU
+                    if why := watches_the_gpu(func, args, kwargs or {}):
+                        tracker._watching.append(why)
+                    # a tensor class of the candidate's: its __torch_dispatch__ runs inside this one, a few frames
+                    # deeper than in a call nobody records (a recursion probe tells them apart)
+                    tracker._watching += [f"{t.__name__}, a tensor subclass of its own" for t in types
+                                          if t not in tracker.before]
                 out = func(*args, **(kwargs or {}))
                 if not tracker.depth and tracker.tracing:
                     tracker._op(func, args, kwargs or {}, out)
