@@ -126,3 +126,25 @@ def test_sizes_where_the_output_is_numerically_zero_share_the_worst_noise():
     assert ok.passed and {c.tolerance for c in ok.checks} == {9.6e4}
     off = compare(ref, ref.trials[2:], [[torch.tensor([1.0, 2.001])]], [])
     assert not off.passed and off.checks[0].tolerance == 1e-4
+
+
+def test_each_output_has_its_own_tolerance():
+    """A Model returning a numerically-zero output beside a normal one: eager's noise on the first (relative 1e3)
+    must not widen the second's tolerance, in validation and in the timed calls' check."""
+    import torch
+
+    from agent.harness.job import TrialRecord
+    from agent.harness.validate import Reference, compare_timed, compare
+
+    trial = TrialRecord(id=0, size="s", distribution="randn", buffer="fresh", input_shapes=[[2]],
+                        output_shapes=[[2], [2]], output_dtypes=["float32", "float32"], eager_error=1e3,
+                        eager_errors=[1e3, 1e-7])
+    tiny = torch.tensor([1e-12, -1e-12], dtype=torch.float64)
+    plain = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    ref = Reference(trials=[trial], truths=[[tiny, plain]], pool=[[tiny, plain]])
+    noise = torch.tensor([1e-9, 0.0])
+    assert compare(ref, [trial], [[noise, plain.float()]], []).passed  # noise on the zero output: fine
+    off = compare(ref, [trial], [[noise, torch.tensor([1.0, 2.001])]], [])
+    assert not off.passed and off.checks[0].tolerance == 1e-4 and "output 1" in off.message
+    assert compare_timed(ref, [0], [[noise, torch.tensor([1.0, 2.001])]], 10) is not None
+    assert compare_timed(ref, [0], [[noise, plain.float()]], 10) is None

@@ -83,7 +83,8 @@ def _reference(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
             _deterministic(truth, truth_of(trial.size, inputs), rel_error)
         record = trial_record(trial, job, inputs, kind, out32)
         record.input_digests, record.trace = digests, trace
-        record.eager_error = max(rel_error(o, t) for o, t in zip(out32, truth))
+        record.eager_errors = [rel_error(o, t) for o, t in zip(out32, truth)]
+        record.eager_error = max(record.eager_errors)
         result.trials.append(record)
         truths.append(truth)
     pool: list[list[Any]] = []
