@@ -85,6 +85,8 @@ def table(folder: str) -> str:
         ce, ct = t.get("compile_error"), t.get("compile_tolerance")
         mark = " †" if ce is not None and ct is not None and ce > ct else ""
         fair = t.get("device_speedup_vs_compile_fp32")  # torch.compile with TF32 off, where the default is outside
+        fair_lat = t.get("latency_speedup_vs_compile_fp32")
+        lmark = mark + (f" ({fair_lat:.2f}× TF32 off)" if fair_lat else "")
         if fair:
             mark += f" ({fair:.2f}× TF32 off)"
             at_fair += fair >= 1.0 - (t.get("device_spread_pct") or 0.0) / 100
@@ -92,7 +94,7 @@ def table(folder: str) -> str:
             at_fair += bool(dc and dc >= 1.0 - (t.get("device_spread_pct") or 0.0) / 100)
         stage = r.get("stage") if r.get("precision", "fp32") == "fp32" else f"{r.get('stage')}, --precision {r['precision']}"
         out.append(f"| {r['problem']} | {r.get('origin') or '?'} (i{r.get('best_iteration')}) | {stage} | "
-                   f"{d:.4f} | {f(de)} | {f(dc)}{mark} | {lt:.4f} | {f(le)} | {f(lc)}{mark} | "
+                   f"{d:.4f} | {f(de)} | {f(dc)}{mark} | {lt:.4f} | {f(le)} | {f(lc)}{lmark} | "
                    f"{t.get('compile_device_ms') or 0:.4f} | {t.get('compile_latency_ms') or 0:.4f} | correct |")
     g = lambda xs: f"{math.exp(sum(map(math.log, xs)) / len(xs)):.2f}× over {len(xs)}" if xs else "–"  # noqa: E731
     out += ["", f"Geometric mean over eager: device {g(dev_eager)}, latency {g(lat_eager)}; over torch.compile: "
