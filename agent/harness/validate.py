@@ -95,7 +95,7 @@ def eager_by_output(ref: Reference) -> dict[str, list[float]]:
     return {size: [noise[k] if e > 1.0 else e for k, e in enumerate(v)] for size, v in at.items()}
 
 
-def _of(eager_at: dict[str, list[float]], size: str, k: int) -> float:
+def _eager_for(eager_at: dict[str, list[float]], size: str, k: int) -> float:
     errors = eager_at.get(size, [])
     return errors[k] if k < len(errors) else max(errors, default=0.0)
 
@@ -115,8 +115,8 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
         if r is None:
             continue  # the parent refused unknown trial ids before comparing (pipeline)
         rt, truth = ref.trials[r], ref.truths[r]
-        tols = [tolerance(_of(eager_at, rt.size, k), precision) for k in range(max(1, len(truth)))]
-        tol = tols[0]
+        tols = [tolerance(_eager_for(eager_at, rt.size, k), precision) for k in range(max(1, len(truth)))]
+        tol, nearest = tols[0], 0  # the tolerance shown: that of the output nearest its own
         where = f"size {trial.size} (inputs {', '.join(_fmt_shape(s) for s in rt.input_shapes)}), {trial.distribution} inputs, {trial.buffer}"
         if len(config_labels) > 1:
             where += f", autotune config {trial.config_pass} ({config_labels[trial.config_pass] if trial.config_pass < len(config_labels) else '?'})"
@@ -143,7 +143,7 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
                         break
                 e = rel_error(o, t)
                 if error is None or e / tols[k] > error / tol:  # the output nearest its own tolerance speaks
-                    error, tol = e, tols[k]
+                    error, tol, nearest = e, tols[k], k
                 if e > tols[k]:
                     diff = (o.double() - t).abs()
                     idx = tuple(int(v) for v in torch.nonzero(diff == diff.max())[0])
@@ -168,7 +168,7 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
             detail = f"{where}: {note}"
             if error is not None and error > tol:
                 detail += (f"; relative error {error:.3g} > tolerance {tol:.3g} (eager fp32 at this size: "
-                           f"{max(eager_at.get(rt.size, [0.0])):.3g}"
+                           f"{_eager_for(eager_at, rt.size, nearest):.3g}"
                            + ("; --precision tf32" if precision == "tf32" else "") + ")")
             failures.append((severity, detail))
     if not checks:
@@ -205,7 +205,7 @@ def compare_timed(ref: Reference, sampled: list[int], outputs: list[list[Any]], 
             return (f"a timed call ({n + 1} of {len(sampled)} checked among {reps}) returned {len(outs)} outputs, "
                     f"expected {len(truth)}")
         for j, (o, t) in enumerate(zip(outs, truth)):
-            error, tol = rel_error(o, t), tolerance(_of(eager_at, timed_size, j), precision)
+            error, tol = rel_error(o, t), tolerance(_eager_for(eager_at, timed_size, j), precision)
             if error > tol:
                 return (f"a timed call ({n + 1} of {len(sampled)} checked among {reps}) returned a wrong output for "
                         f"new values in the same buffers: relative error {error:.3g} > tolerance {tol:.3g} (a result "
