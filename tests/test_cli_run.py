@@ -84,8 +84,10 @@ def recorded(server, tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("recorded")
     server.script([reply(TWO_BLOCKS, WRONG), reply(NO_CODE)])
     config = priced_as_openai(server, tmp_path_factory.mktemp("config"))
+    # greedy: one request a round, so the script's two replies are the run's two rounds (beam, the default, asks
+    # one request per parent)
     events, summary = json_events(agent("run", *CPU, "--llm", "openai", "--model", "gpt-4o", "--iterations", 2,
-                                        "--samples", 2, "--root", root, "--json", server=server,
+                                        "--samples", 2, "--search", "greedy", "--root", root, "--json", server=server,
                                         AGENT_CONFIG=config))
     return {"root": root, "run": summary["run"], "events": events, "summary": summary,
             "requests": list(server.requests)}
@@ -370,6 +372,9 @@ def test_without_a_key_the_offline_proposer_runs_and_the_screen_says_so(tmp_path
     with Store(tmp_path) as store:
         [record] = store.list_runs()
         assert record.config.llm == "offline" and record.status == "finished"
+        # no --search: beam, the default since the H100 and H200 comparisons (BENCHMARKS §14)
+        assert (record.config.search, record.config.beam) == ("beam", 3)
+    assert "search beam 3" in out
 
 
 def _workers_of(pid: int) -> list[int]:

@@ -81,7 +81,7 @@ def run_cli(tmp_path, *args: str) -> int:
 
 def test_a_registered_proposer_and_evaluator_run_the_whole_loop(tmp_path, registered, capsys):
     assert run_cli(tmp_path, "--llm", "counting:hello", "--iterations", "2", "--samples", "3", "--stage",
-                   "memory-fusion") == 0
+                   "memory-fusion", "--search", "greedy") == 0  # one context a round (beam: one per parent)
     [proposer] = registered
     assert proposer.tag == "hello" and [c.k for c in proposer.contexts] == [3, 3]
     # the loop handed the proposer its state: round 2 sees round 1's best and results

@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "starting kernel, torch.compile's own kernels made into an answer (GPU only: captured in a "
                    "sandboxed worker at the problem's sizes), or both (default: problem)")
     p.add_argument("--search", choices=("greedy", "beam", "tree"), help="where each sample of a round starts from: "
-                   "greedy (the run's best; default), beam (the --beam best distinct candidates), tree (a UCT score of "
+                   "greedy (the run's best), beam (the --beam best distinct candidates; default), tree (a UCT score of "
                    "each candidate's gain and how little it was explored: README)")
     p.add_argument("--beam", type=int, metavar="B", help="--search beam: how many of the best distinct candidates "
                    "are parents (default: 3)")
@@ -79,7 +79,7 @@ MAX_SAMPLES = 256
 # for more iterations, a bigger budget) and the others may not (they define what the run measures).
 DEFAULTS = {"stage": "memory-fusion", "problem": "gap44", "gpu": "auto", "iterations": 5, "samples": 4,
             "model": "gpt-4o", "patience": 3, "objective": "latency", "precision": "fp32", "seed": 0, "llm_timeout": 300.0,
-            "llm_retries": 4, "diagnosis": "on", "start": "problem", "search": "greedy", "beam": 3, "memory": "on"}
+            "llm_retries": 4, "diagnosis": "on", "start": "problem", "search": "beam", "beam": 3, "memory": "on"}
 RESUMABLE = {"iterations": "iterations", "samples": "samples", "patience": "patience", "budget_usd": "budget_usd",
              "timeout": "timeout_s", "llm_timeout": "llm_timeout_s", "llm_retries": "llm_retries",
              "max_candidates": "max_candidates", "max_minutes": "max_minutes"}
