@@ -497,6 +497,25 @@ def test_string_annotations_are_checked_as_the_code_they_spell(extra, rule):
     assert rule in rules_of(extra)
 
 
+@pytest.mark.parametrize("extra", [
+    'import typing\nL = typing.Optional["torch._C"]\ndef f() -> L:\n    pass\nH = typing.get_type_hints(f)\n',
+    'from typing import get_type_hints as hints\n',
+    'import typing_extensions\nA = typing_extensions.get_annotations(torch, eval_str=True)\n',
+    'import typing\nR = typing.ForwardRef("torch._C")\n',
+])
+def test_typings_string_evaluators_are_refused(extra):
+    """A string typing turns into a forward reference outside an annotation (`Optional["torch._C..."]`) is code no
+    static check reads: the functions that evaluate them are refused, however imported."""
+    assert "exec" in rules_of(extra)
+
+
+def test_a_helper_the_main_guard_and_a_string_annotation_name_is_checked():
+    code = ('def self_check():\n    return torch._C\n'
+            'def layout() -> "self_check()":\n    pass\n'
+            'if __name__ == "__main__":\n    self_check()\n')
+    assert "escape" in rules_of(code)
+
+
 def test_honest_string_annotations_and_prose_in_them_stay_allowed():
     assert rules_of('def f(x: "torch.Tensor", n: "int") -> "torch.Tensor":\n    return x\n') == set()
     assert rules_of('import typing\nY: typing.Annotated[int, "shape (N, C) after the pool"] = 1\n') == set()

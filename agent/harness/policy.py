@@ -427,7 +427,8 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
         return [Violation(line=1, rule="size", message=f"the code is over {MAX_CODE_BYTES // 1024} KB: not a kernel module")]
     tree = ast.parse(code)
-    if skip_main_guards(tree) | annotations_as_code(tree):
+    # annotations first: a string annotation that names a helper makes it live (get_type_hints calls it)
+    if annotations_as_code(tree) | skip_main_guards(tree):
         code = ast.unparse(tree)  # for the builtins' scope analysis (the tree keeps the original line numbers)
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):
