@@ -109,6 +109,7 @@ class _Session:
             interpret.install()
         self.trusted = Trusted(job.device)
         self.tracker = Tracker(self.trusted)
+        self.tracker.candidate = str(job.candidate_path)
         self.tracker.install()
         self.outputs: list[list[Any]] = []
         self.out_file = job.outputs_dir / "outputs.pt"

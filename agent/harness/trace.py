@@ -24,6 +24,7 @@ The worker reports these facts; the parent judges them (agent.harness.rules).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Literal
@@ -123,6 +124,7 @@ class Tracker:
         kinds = operator_kinds()
         self.free, self.heavy, self.metadata = kinds.free, kinds.heavy, kinds.metadata
         self.installed = ""
+        self.candidate = ""  # the candidate's file (agent.harness.candidate sets it): its code inside a launch
         self.known, self.before = known_types(torch), classes_now()
 
     # ---------------------------------------------------------------- hooks
@@ -283,7 +285,8 @@ class Tracker:
                 return False  # True would import torch._dynamo (2.3 s) to wrap a method nothing compiles
 
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-                if not tracker.depth and tracker.tracing:  # before the call: it may fail, as pinning does without a GPU
+                mine = tracker.tracing and (not tracker.depth or tracker.candidate_inside())
+                if mine:  # before the call: it may fail, as pinning does without a GPU
                     if why := watches_the_gpu(func, args, kwargs or {}):
                         tracker._watching.append(why)
                     # a tensor class of the candidate's: its __torch_dispatch__ runs inside this one, a few frames
@@ -291,11 +294,28 @@ class Tracker:
                     tracker._watching += [f"{t.__name__}, a tensor subclass of its own" for t in types
                                           if t not in tracker.before]
                 out = func(*args, **(kwargs or {}))
-                if not tracker.depth and tracker.tracing:
+                if mine:
                     tracker._op(func, args, kwargs or {}, out)
                 return out
 
         return Recorder()
+
+    def candidate_inside(self) -> bool:
+        """Whether the candidate's code runs this operator from inside a launch or the tracker's bookkeeping: Triton
+        calls an argument's own methods there (an int subclass's comparisons, a descriptor shape's __index__, an
+        allocator), and the garbage collector runs finalizers wherever it is triggered. Its operators are the
+        forward's wherever they run: the innermost frame of the candidate's file comes before any of this module's."""
+        if not self.candidate:
+            return False
+        frame = sys._getframe(2)  # above __torch_dispatch__
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name == self.candidate:
+                return True
+            if name == __file__:
+                return False
+            frame = frame.f_back
+        return False
 
     def _op(self, func: Any, args: Any, kwargs: dict, out: Any) -> None:
         self.depth += 1
