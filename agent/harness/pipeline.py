@@ -114,6 +114,12 @@ def _static(req: EvalRequest, device: Device) -> EvalResult | tuple[str, list[st
     if nul is not None:
         return EvalResult(verdict=Verdict.SYNTAX_ERROR, code=code.replace("\x00", "\\x00"), device=device,
                           message=f"line {nul[0]}, column {nul[1]}: the code contains a NUL byte (\\x00)")
+    coding = extract.declared_encoding(code)
+    if coding is not None:
+        return EvalResult(verdict=Verdict.RULE_VIOLATION, code=code, device=device,
+                          message=f"line {coding[0]}: the code declares the encoding {coding[1]}: a kernel module is "
+                                  "UTF-8 (the interpreter would decode the file otherwise than it was checked) "
+                                  "[encoding]")
     try:
         tree = ast.parse(code)
     except SyntaxError as e:

@@ -205,7 +205,7 @@ def guard(candidate_file: str, on_refusal: Callable[[str], None]) -> None:
     busy = [False]
     watched = _ANYWHERE | _DIRECT | {"compile", "exec"}
     try:
-        with open(candidate_file, encoding="utf-8") as f:
+        with open(candidate_file, encoding="utf-8-sig") as f:
             approved = annotation_texts(ast.parse(f.read()))
     except (OSError, SyntaxError, ValueError, RecursionError):
         approved = frozenset()
