@@ -516,6 +516,29 @@ def test_a_helper_the_main_guard_and_a_string_annotation_name_is_checked():
     assert "escape" in rules_of(code)
 
 
+HIDDEN_KERNEL = """
+@triton.jit(repr=lambda _: \'\'\'
+def k(x, n):
+    pass
+\'\'\')
+def k(x, n):
+    pass
+"""
+
+
+def test_a_kernel_whose_decorators_hold_a_line_triton_would_compile_is_refused():
+    """Triton compiles a kernel from its text, from the first line starting `def name(`: a decorator's string."""
+    assert "escape" in rules_of(HIDDEN_KERNEL)
+    nested = "def make():\n" + textwrap.indent(HIDDEN_KERNEL, "    ") + "    return k\n"
+    assert "escape" in rules_of(nested)
+
+
+def test_a_kernel_with_prose_in_its_decorators_or_a_def_in_its_docstring_stays_allowed():
+    honest = ('@triton.autotune(configs=[triton.Config({"B": 64})], key=["n"])\n@triton.jit\n'
+              'def k(x, n, B: tl.constexpr):\n    """Like\n    def reference(x): return x\n    """\n    pass\n')
+    assert "escape" not in rules_of(honest)
+
+
 def test_honest_string_annotations_and_prose_in_them_stay_allowed():
     assert rules_of('def f(x: "torch.Tensor", n: "int") -> "torch.Tensor":\n    return x\n') == set()
     assert rules_of('import typing\nY: typing.Annotated[int, "shape (N, C) after the pool"] = 1\n') == set()

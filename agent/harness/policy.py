@@ -26,6 +26,7 @@ from agent.datafiles import load_toml
 from agent.harness import environ, tells
 from agent.harness.hooks import allocator_hooks
 from agent.harness.annotations import annotations_as_code
+from agent.harness.kernelsource import hidden_sources
 from agent.harness.mainguard import skip_main_guards
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import builtin_uses, chain_root, dotted
@@ -427,6 +428,7 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
         return [Violation(line=1, rule="size", message=f"the code is over {MAX_CODE_BYTES // 1024} KB: not a kernel module")]
     tree = ast.parse(code)
+    lines = code.splitlines()  # as written (Triton reads the kernels' text from the file)
     # annotations first: a string annotation that names a helper makes it live (get_type_hints calls it)
     if annotations_as_code(tree) | skip_main_guards(tree):
         code = ast.unparse(tree)  # for the builtins' scope analysis (the tree keeps the original line numbers)
@@ -468,6 +470,9 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
         for node, message in environ.environment_uses(tree, c.aliases):
             c.add(node, "import", message)
         kernels = _kernels(tree, c.aliases)
+        for k, line in hidden_sources(lines, kernels):
+            c.add(k, "escape", f"kernel `{k.name}`'s decorators hold, at line {line}, a line Triton would take for "
+                  "its `def`: the GPU would compile that text, not the checked function")
         _kernels_present(c, kernels)
         if stage_rules.forbid_store_then_load:
             _store_then_load(c, kernels)
