@@ -428,7 +428,7 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
         return [Violation(line=1, rule="size", message=f"the code is over {MAX_CODE_BYTES // 1024} KB: not a kernel module")]
     tree = ast.parse(code)
-    lines = code.splitlines()  # as written (Triton reads the kernels' text from the file)
+    lines = re.split(r"\r\n|\r|\n", code)  # as the parser numbers them (not str.splitlines: form feeds, \x1c, ...)
     # annotations first: a string annotation that names a helper makes it live (get_type_hints calls it)
     if annotations_as_code(tree) | skip_main_guards(tree):
         code = ast.unparse(tree)  # for the builtins' scope analysis (the tree keeps the original line numbers)
