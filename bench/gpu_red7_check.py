@@ -11,6 +11,8 @@ not the interpreter).
    - forward_ref_through_singledispatch.py: `rule_violation` ("a string typing evaluated as code").
    - regenerate_the_inputs_from_the_seed.py and regenerate_the_inputs_from_the_weights_seed.py: `incorrect` (size
      odd; on main: `correct` with the timed size's kernel right only there).
+   - bench/candidates/red7_pdl_options.py: `rule_violation` ("launch_pdl on kernel"): launch_pdl asked for through a
+     splatted options dict (on main: `correct`).
 2. legit: correct.py, legit_singledispatch_annotations.py, legit_tma_host_descriptor.py,
    legit_tma_device_descriptor_allocator.py (its allocator runs inside the launch and is now recorded: a free
    torch.empty) and legit_persistent_device_props.py: expect all `correct`.
@@ -40,9 +42,12 @@ LEGIT = ["correct.py", "legit_singledispatch_annotations.py", "legit_tma_host_de
          "legit_tma_device_descriptor_allocator.py", "legit_persistent_device_props.py"]
 
 
+PDL = REPO / "bench" / "candidates" / "red7_pdl_options.py"
+
+
 def main() -> None:
-    names = HOSTILE + LEGIT
-    reqs = [EvalRequest(source=(CANDIDATES / n).read_text(), problem=load_problem("gap44"),
+    names = HOSTILE + LEGIT + [PDL.name]
+    reqs = [EvalRequest(source=(PDL if n == PDL.name else CANDIDATES / n).read_text(), problem=load_problem("gap44"),
                         stage=get_stage("memory-fusion"), device="cuda", time_it=True, timeout_s=300) for n in names]
     rows = []
     for name, r in zip(names, evaluate_many(reqs)):

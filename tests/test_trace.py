@@ -293,6 +293,20 @@ def test_the_candidates_code_run_inside_a_launch_is_recorded_as_the_forwards():
     assert {op["name"] for op in unset["trace"]["ops"] if op["kind"] == "compute"} == set()
 
 
+def test_a_programmatic_dependent_launch_is_recorded_however_it_was_asked_for():
+    """launch_pdl lets the next kernel start before this one ends (a tell on the GPU): the compiled kernel's metadata
+    says so at the launcher, whatever spelling of the option reached it (a computed **options dict)."""
+    found = run('''
+        x = torch.zeros(4)
+        tracker.begin(True, [x])
+        tracker._launch("k", ((x,), {}), lambda: None, pdl=True)
+        tracker._launch("j", ((x,), {}), lambda: None)
+        _, tr = tracker.end([x])
+        print(json.dumps({"trace": tr.model_dump()}))
+    ''')
+    assert len(found["trace"]["watching"]) == 1 and "launch_pdl on kernel `k`" in found["trace"]["watching"][0]
+
+
 def test_pinned_memory_in_a_forward_is_recorded_before_it_runs():
     found = run('''
         x, y = torch.arange(8.0), torch.empty(8)

@@ -152,9 +152,11 @@ class Tracker:
         def new_init(self: Any, src: Any, metadata: Any, *args: Any, **kwargs: Any) -> None:
             init(self, src, metadata, *args, **kwargs)
             self._agent_kernel = getattr(metadata, "name", None) or getattr(getattr(src, "fn", None), "__name__", "?")
+            self._agent_pdl = bool(getattr(metadata, "launch_pdl", False))
 
         def new_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            return tracker._launch(getattr(self, "_agent_kernel", "?"), (args, kwargs), lambda: original(self, *args, **kwargs))
+            return tracker._launch(getattr(self, "_agent_kernel", "?"), (args, kwargs), lambda: original(self, *args, **kwargs),
+                                   pdl=getattr(self, "_agent_pdl", False))
 
         launcher.__init__, launcher.__call__ = new_init, new_call
         self.installed = f"{launcher.__module__}.{launcher.__qualname__}"
@@ -215,7 +217,7 @@ class Tracker:
         self._tainted.discard(key)
         self.launch_storages.discard(key)
 
-    def _launch(self, name: str, args: Any, run: Callable[[], Any]) -> Any:
+    def _launch(self, name: str, args: Any, run: Callable[[], Any], pdl: bool = False) -> Any:
         if self.depth:
             return run()
         if self.count_only:
@@ -228,6 +230,9 @@ class Tracker:
             self.launch_storages.update(self._key(t) for t in tensors)
             if not self.tracing:
                 return run()
+            if pdl:  # however launch_pdl was spelled (a computed **options dict): the compiled kernel says
+                self._watching.append(f"launch_pdl on kernel `{name}`: programmatic dependent launch (overlapping "
+                                      "kernels see whether the one before has finished)")
             foreign = foreign_arguments(args, self.known, self.before)
             if self.trusted.cuda:  # host memory a kernel writes is memory the host reads while the kernel runs
                 foreign += [f"a {t.device.type} tensor" for t in tensors if t.device.type != "cuda"]
