@@ -539,6 +539,34 @@ def test_a_kernel_with_prose_in_its_decorators_or_a_def_in_its_docstring_stays_a
     assert "escape" not in rules_of(honest)
 
 
+READS_C = "class A:\n    def g(self):\n        return self._C\n"
+
+
+@pytest.mark.parametrize("use", [
+    "q = A.g(torch)",                                            # the method taken from the class
+    "def via(k, o):\n    return k.g(o)\nq = via(A, torch)",     # the class handed around
+    "q = type(A()).g(torch)",
+    "q = A().__class__.g(torch)",
+    "q = super(A, A).g(torch)",
+])
+def test_a_method_reading_private_attributes_of_self_is_not_called_on_another_object(use):
+    """Python binds `self` to whatever a method is called with: `A.g(torch)` reads torch._C."""
+    assert "escape" in rules_of(READS_C + use + "\n")
+
+
+def test_self_is_the_objects_own_only_in_a_method():
+    assert "escape" in rules_of("def g(self):\n    return self._C\nq = g(torch)\n")
+
+
+def test_honest_private_attributes_and_uses_of_a_class_stay_allowed():
+    code = ("class A(nn.Module):\n    _k = 3\n    def __init__(self):\n        super(A, self).__init__()\n"
+            "        self._c = 1\n    def g(self) -> 'A':\n        return self._c + self._k\n"
+            "    @staticmethod\n    def s(x):\n        return x\n"
+            "class B(A):\n    def g(self) -> 'A':\n        return A.g(self) + 1\n"
+            "a = B()\nv = a.g()\nok = isinstance(a, (A, B))\ny = A.s(2) + A._k\n")
+    assert rules_of(code) == set()
+
+
 def test_honest_string_annotations_and_prose_in_them_stay_allowed():
     assert rules_of('def f(x: "torch.Tensor", n: "int") -> "torch.Tensor":\n    return x\n') == set()
     assert rules_of('import typing\nY: typing.Annotated[int, "shape (N, C) after the pool"] = 1\n') == set()

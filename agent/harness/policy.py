@@ -28,6 +28,7 @@ from agent.harness.hooks import allocator_hooks
 from agent.harness.annotations import annotations_as_code
 from agent.harness.kernelsource import hidden_sources
 from agent.harness.mainguard import skip_main_guards
+from agent.harness.ownself import is_own_self, unbound_uses
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import builtin_uses, chain_root, dotted
 from agent.harness.reach import Reach
@@ -218,7 +219,8 @@ class _Checker:
                 self.path(node, path)
             return
         root = chain_root(node)
-        own = isinstance(root, ast.Name) and (root.id in _SELF or root.id in self.own_classes) and node.value is root
+        own = isinstance(root, ast.Name) and node.value is root and (root.id in self.own_classes or
+                                                                     root.id in _SELF and is_own_self(root))
         if name.startswith("_") and not own:
             self.add(node, "escape", f"private attribute `.{name}` is not allowed here: use the public API")
         elif name in _reach().denied_names and not own:
@@ -465,6 +467,8 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
                     c.assignment(t)
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
                 c.assignment(node.target)
+        for node, message in unbound_uses(tree):
+            c.add(node, "escape", message)
         for node, message in allocator_hooks(tree, c.aliases):
             c.add(node, "escape", message)
         for node, message in environ.environment_uses(tree, c.aliases):
