@@ -548,6 +548,8 @@ READS_C = "class A:\n    def g(self):\n        return self._C\n"
     "q = type(A()).g(torch)",
     "q = A().__class__.g(torch)",
     "q = super(A, A).g(torch)",
+    "class B(A):\n    h = A.g\nq = B.h(torch)",
+    "A.h = 0\nclass C:\n    def g(self):\n        return self._C\n    h = g\nq = C.h(torch)",
 ])
 def test_a_method_reading_private_attributes_of_self_is_not_called_on_another_object(use):
     """Python binds `self` to whatever a method is called with: `A.g(torch)` reads torch._C."""

@@ -35,7 +35,12 @@ def _plain_methods(cls: ast.ClassDef) -> set[str]:
     def plain(f: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         return not any(isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in f.decorator_list)
 
-    return {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and plain(f)}
+    names = {f.name for f in cls.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and plain(f)}
+    for n in cls.body:  # `h = g` in the class body: the same function under another name
+        if isinstance(n, (ast.Assign, ast.AnnAssign)) and isinstance(n.value, (ast.Name, ast.Attribute, ast.Lambda)):
+            targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
 
 
 def _reads_private_self(cls: ast.ClassDef) -> bool:
