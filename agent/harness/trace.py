@@ -312,7 +312,7 @@ class Tracker:
         forward's wherever they run: the innermost frame of the candidate's file comes before any of this module's."""
         if not self.candidate:
             return False
-        frame = sys._getframe(2)  # above __torch_dispatch__
+        frame: Any = sys._getframe(2)  # above __torch_dispatch__
         while frame is not None:
             name = frame.f_code.co_filename
             if name == self.candidate:

@@ -186,7 +186,7 @@ def _typing_evaluation(event: str, args: tuple, frame: types.FrameType, files: f
         if isinstance(source, bytes):
             source = source.decode(errors="replace")
         return True, source if isinstance(source, str) else None
-    refs = [v for v in frame.f_locals.values() if isinstance(v, forward_ref)]
+    refs: list[Any] = [v for v in frame.f_locals.values() if isinstance(v, forward_ref)]
     return True, refs[0].__forward_arg__ if len(refs) == 1 else None
 
 
