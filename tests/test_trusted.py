@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 RUN = """
-import importlib.util, json, sys
+import importlib.util, json, os, sys
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
 from agent.harness.trusted import guard
 refused = []
 guard(sys.argv[1], refused.append)
@@ -75,3 +76,17 @@ def test_annotations_typing_evaluates_stay_allowed(tmp_path):
             return 3
     """)
     assert result == {"refused": [], "error": None, "registered": ["float", "list", "tuple"]}
+
+
+def test_a_librarys_own_annotations_evaluated_for_the_candidate_stay_allowed(tmp_path):
+    """A string evaluated in a library module's namespace is the library's annotation, not the candidate's code."""
+    (tmp_path / "helperlib.py").write_text("def f(x: 'float') -> 'float':\n    return x\n")
+    result = guarded_import(tmp_path, """
+        import functools
+        import helperlib
+        @functools.singledispatch
+        def pick(x):
+            return None
+        pick.register(helperlib.f)
+    """)
+    assert result == {"refused": [], "error": None, "registered": ["float"]}

@@ -174,13 +174,16 @@ _ATTRS = {"__code__", "__globals__", "__closure__", "__defaults__", "__kwdefault
 
 
 def _typing_evaluation(event: str, args: tuple, frame: types.FrameType, files: frozenset[str],
-                       creation: types.CodeType, forward_ref: type) -> tuple[bool, str | None]:
+                       creation: types.CodeType, forward_ref: type, candidate_file: str) -> tuple[bool, str | None]:
     """(whether this compile/exec event is typing evaluating a string as code, the string where known). typing's
     forward references are strings evaluated in the module they came from: typing.ForwardRef._evaluate runs the code
     its constructor compiled (the constructor's own compile only checks the syntax), typing_extensions evaluates
-    strings itself."""
+    strings itself. Only strings evaluated in the candidate's namespace (or one typing was not given) are its own."""
     if frame.f_code.co_filename not in files or frame.f_code is creation:
         return False, None
+    namespace = frame.f_locals.get("globalns", frame.f_locals.get("globals"))
+    if isinstance(namespace, dict) and namespace.get("__file__") not in (None, candidate_file):
+        return False, None  # a library's own annotation, evaluated in its own module
     if event == "compile":
         source = args[0] if args else None
         if isinstance(source, bytes):
@@ -223,7 +226,8 @@ def guard(candidate_file: str, on_refusal: Callable[[str], None]) -> None:
             evaluated: str | None = None
             if event in ("compile", "exec"):
                 assert frame is not None
-                typed, evaluated = _typing_evaluation(event, args, frame, files, creation, typing.ForwardRef)
+                typed, evaluated = _typing_evaluation(event, args, frame, files, creation, typing.ForwardRef,
+                                                      candidate_file)
                 if not typed or (evaluated is not None and evaluated.strip() in approved):
                     return
             direct = frame is not None and frame.f_code.co_filename == candidate_file
