@@ -550,6 +550,9 @@ READS_C = "class A:\n    def g(self):\n        return self._C\n"
     "q = super(A, A).g(torch)",
     "class B(A):\n    h = A.g\nq = B.h(torch)",
     "A.h = 0\nclass C:\n    def g(self):\n        return self._C\n    h = g\nq = C.h(torch)",
+    "class M(A):\n    pass\nq = M.g(torch)",                       # inherited
+    "KEEP = []\ndef keep(k):\n    KEEP.append(k)\n    return k\n@keep\nclass D(A):\n    pass\nq = KEEP[0].g(torch)",
+    "class E(A):\n    @classmethod\n    def me(cls):\n        return cls\nq = E.me().g(torch)",
 ])
 def test_a_method_reading_private_attributes_of_self_is_not_called_on_another_object(use):
     """Python binds `self` to whatever a method is called with: `A.g(torch)` reads torch._C."""
@@ -565,7 +568,8 @@ def test_honest_private_attributes_and_uses_of_a_class_stay_allowed():
             "        self._c = 1\n    def g(self) -> 'A':\n        return self._c + self._k\n"
             "    @staticmethod\n    def s(x):\n        return x\n"
             "class B(A):\n    def g(self) -> 'A':\n        return A.g(self) + 1\n"
-            "a = B()\nv = a.g()\nok = isinstance(a, (A, B))\ny = A.s(2) + A._k\n")
+            "a = B()\nv = a.g()\nok = isinstance(a, (A, B))\ny = A.s(2) + A._k\n"
+            "import dataclasses\n@dataclasses.dataclass\nclass P(A):\n    n: int = 0\n")
     assert rules_of(code) == set()
 
 

@@ -49,14 +49,33 @@ def _reads_private_self(cls: ast.ClassDef) -> bool:
                for n in ast.walk(cls))
 
 
-def unbound_uses(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
+def unbound_uses(tree: ast.Module, modules: set[str]) -> Iterator[tuple[ast.AST, str]]:
     """(node, message) for each use of a class that reads private attributes of `self` other than through its own
-    objects (needs `_parent` links)."""
-    classes = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef) and _reads_private_self(c)]
+    objects (needs `_parent` links). `modules`: the names bound to library paths (imports), whose decorators only
+    take the class (dataclass)."""
+    every = [c for c in ast.walk(tree) if isinstance(c, ast.ClassDef)]
+    classes = [c for c in every if _reads_private_self(c)]
     if not classes:
         return
     names = {c.name for c in classes}
+    while True:  # their subclasses inherit the methods
+        more = {c.name for c in every if c.name not in names and any(isinstance(b, ast.Name) and b.id in names
+                                                                      for b in c.bases)}
+        if not more:
+            break
+        names |= more
     methods = set().union(*(_plain_methods(c) for c in classes))
+    for c in every:
+        if c.name not in names:
+            continue
+        # a class decorator or metaclass of the candidate's is handed the class itself, and may keep it
+        for d in [*c.decorator_list, *(k.value for k in c.keywords if k.arg == "metaclass")]:
+            root = d.func if isinstance(d, ast.Call) else d
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id not in modules:
+                yield d, (f"class `{c.name}` handed to `{root.id}` of the candidate's (a decorator or metaclass): its "
+                          "methods read `self._...` and could be called on another object")
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in methods and _class_like(node.value, names):
             call = getattr(node, "_parent", None)
@@ -64,8 +83,8 @@ def unbound_uses(tree: ast.Module) -> Iterator[tuple[ast.AST, str]]:
             if not (isinstance(first, ast.Name) and first.id in SELF and is_own_self(first)):
                 yield node, (f"`{node.attr}` taken from the class, not from one of its objects: a method that reads "
                              "`self._...` would read another object's private attributes")
-        elif isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load) and \
-                not _free_use(node):
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and \
+                (node.id in names or node.id == "cls" and is_own_self(node)) and not _free_use(node):
             yield node, (f"the class `{node.id}` handed around as a value: its methods read `self._...` and could be "
                          "called on another object")
 

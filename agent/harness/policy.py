@@ -467,7 +467,7 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
                     c.assignment(t)
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
                 c.assignment(node.target)
-        for node, message in unbound_uses(tree):
+        for node, message in unbound_uses(tree, set(c.aliases)):
             c.add(node, "escape", message)
         for node, message in allocator_hooks(tree, c.aliases):
             c.add(node, "escape", message)
