@@ -553,6 +553,8 @@ READS_C = "class A:\n    def g(self):\n        return self._C\n"
     "class M(A):\n    pass\nq = M.g(torch)",                       # inherited
     "KEEP = []\ndef keep(k):\n    KEEP.append(k)\n    return k\n@keep\nclass D(A):\n    pass\nq = KEEP[0].g(torch)",
     "class E(A):\n    @classmethod\n    def me(cls):\n        return cls\nq = E.me().g(torch)",
+    "KEEP = []\nclass Grab:\n    def __set_name__(self, owner, name):\n        KEEP.append(owner)\n"
+    "class F(A):\n    d = Grab()\nq = KEEP[0].g(torch)",                # a descriptor is handed its owner
 ])
 def test_a_method_reading_private_attributes_of_self_is_not_called_on_another_object(use):
     """Python binds `self` to whatever a method is called with: `A.g(torch)` reads torch._C."""

@@ -76,6 +76,12 @@ def unbound_uses(tree: ast.Module, modules: set[str]) -> Iterator[tuple[ast.AST,
             if isinstance(root, ast.Name) and root.id not in modules:
                 yield d, (f"class `{c.name}` handed to `{root.id}` of the candidate's (a decorator or metaclass): its "
                           "methods read `self._...` and could be called on another object")
+    for c in every:  # hooks Python hands a class to: a descriptor's owner, a class subscript's class
+        for f in c.body:
+            if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in _HANDED_A_CLASS:
+                yield f, (f"`{f.name}` is handed a class, which it could keep: the methods of `"
+                          f"{', '.join(sorted(n.name for n in classes))}` read `self._...` and could then be called "
+                          "on another object")
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in methods and _class_like(node.value, names):
             call = getattr(node, "_parent", None)
@@ -87,6 +93,9 @@ def unbound_uses(tree: ast.Module, modules: set[str]) -> Iterator[tuple[ast.AST,
                 (node.id in names or node.id == "cls" and is_own_self(node)) and not _free_use(node):
             yield node, (f"the class `{node.id}` handed around as a value: its methods read `self._...` and could be "
                          "called on another object")
+
+
+_HANDED_A_CLASS = {"__set_name__", "__get__", "__set__", "__delete__", "__class_getitem__", "__prepare__"}
 
 
 def _class_like(value: ast.expr, names: set[str]) -> bool:
