@@ -575,6 +575,17 @@ def test_honest_private_attributes_and_uses_of_a_class_stay_allowed():
     assert rules_of(code) == set()
 
 
+@pytest.mark.parametrize("pattern", ["object(_C=c)", "object(os=o)", "object(f_back=f)", "object(tolist=t)"])
+def test_a_class_patterns_keywords_are_attribute_reads(pattern):
+    """`case object(_C=c)` reads the subject's attribute by name, which no attribute node shows."""
+    assert rules_of(f"match torch:\n    case {pattern}:\n        pass\n") & {"escape", "import", "host-compute"}
+
+
+def test_honest_class_patterns_stay_allowed():
+    assert rules_of("match (1, 2):\n    case tuple() if True:\n        pass\n    case object(real=r):\n"
+                    "        pass\n") == set()
+
+
 def test_honest_string_annotations_and_prose_in_them_stay_allowed():
     assert rules_of('def f(x: "torch.Tensor", n: "int") -> "torch.Tensor":\n    return x\n') == set()
     assert rules_of('import typing\nY: typing.Annotated[int, "shape (N, C) after the pool"] = 1\n') == set()

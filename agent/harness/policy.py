@@ -462,6 +462,12 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
                 c.string(node)
             elif isinstance(node, ast.ClassDef):
                 c.class_def(node)
+            elif isinstance(node, ast.MatchClass):
+                for name in node.kwd_attrs:  # `case object(_C=c)` reads subject._C by name: judged as an attribute
+                    read = ast.copy_location(ast.Attribute(value=ast.Name(id="_pattern_subject", ctx=ast.Load()),
+                                                           attr=name, ctx=ast.Load()), node)
+                    read._parent = node  # type: ignore[attr-defined]
+                    c.attribute(read)
             if isinstance(node, (ast.Assign, ast.Delete)):
                 for t in node.targets:
                     c.assignment(t)
