@@ -92,6 +92,12 @@ def test_seeds_are_salted_with_a_secret_kept_in_the_cache(tmp_path):
     assert 0 <= a < 2**31
 
 
+def test_seeds_for_different_purposes_are_independent(tmp_path):
+    """The weights' seed is the candidate's to read (ModelNew's __init__ runs under it): the inputs' may not follow."""
+    weights, inputs = salted(0, tmp_path), salted(0, tmp_path, "inputs")
+    assert inputs != weights and salted(0, tmp_path, "inputs") == inputs and 0 <= inputs < 2**31
+
+
 def test_without_a_cache_the_salt_is_the_processes_own():
     assert salted(5, None) == salted(5, None)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent.harness.extract import extract_code, why_no_code
+from agent.harness.extract import declared_encoding, extract_code, why_no_code
 
 CODE = "import torch\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
 
@@ -163,3 +163,13 @@ def test_a_notebook_cells_magics_and_shell_escapes_are_blanked():
     answer = fenced("%%writefile model_new.py\n" + CODE) + "Then:\n" + fenced("!pip install -q triton\n!python model_new.py\n")
     assert extract_code(answer) == "\n" + CODE
     assert extract_code(fenced("x = 1 if True else 2\n" + CODE)) == "x = 1 if True else 2\n" + CODE  # code untouched
+
+
+def test_a_coding_declaration_for_anything_but_utf8_is_found():
+    """Python decodes a file by its PEP 263 declaration: under utf-7 a comment's `+AAo-` is a new line of code."""
+    assert declared_encoding("# -*- coding: utf-7 -*-\nimport torch\n") == (1, "utf-7")
+    assert declared_encoding("#!/usr/bin/env python\n# vim: set fileencoding=latin-1 :\n") == (2, "latin-1")
+    for honest in ("# -*- coding: utf-8 -*-\n", "# coding=UTF_8\n", "# -*- coding: utf8 -*-\n",
+                   "import torch\n# coding: utf-7\n",  # after code: not a declaration
+                   "\n\n# coding: utf-7\n"):  # third line: not a declaration
+        assert declared_encoding(honest) is None, honest

@@ -88,3 +88,24 @@ def test_a_perf_report_anything_live_names_keeps_its_decorator_and_body():
     tree = ast.parse(PERF_REPORT + "class M:\n    def forward(self, x):\n        return sweep.run(return_df=True)\n")
     skip_main_guards(tree)
     assert "perf_report" in ast.unparse(tree) and "do_bench" in ast.unparse(tree)
+
+
+def test_a_dunder_named_function_is_never_a_dead_helper():
+    """Python calls a module-level __getattr__ for every name the module lacks (the harness's own lookup of ModelNew
+    after `del ModelNew`) and __dir__ for dir(): reached without their names being read."""
+    for name in ("__getattr__", "__dir__"):
+        tree = ast.parse(SELF_TEST.replace("def benchmark(model)", f"def {name}(model)").replace(
+            "print(benchmark(None))", f"print({name}(None))"))
+        skip_main_guards(tree)
+        assert "Event" in ast.unparse(tree), name
+
+
+def test_a_helper_named_in_a_string_annotation_keeps_its_body():
+    """typing.get_type_hints evaluates `-> "timed(None, None)"`: once the annotation is in the tree as the code it
+    spells (policy.check does that first), the helper it calls is live."""
+    from agent.harness.annotations import annotations_as_code
+
+    tree = ast.parse(SELF_TEST + "class M:\n    def layout(self) -> 'timed(None, None)':\n        pass\n")
+    annotations_as_code(tree)
+    skip_main_guards(tree)
+    assert "elapsed_time" in ast.unparse(tree)

@@ -497,6 +497,95 @@ def test_string_annotations_are_checked_as_the_code_they_spell(extra, rule):
     assert rule in rules_of(extra)
 
 
+@pytest.mark.parametrize("extra", [
+    'import typing\nL = typing.Optional["torch._C"]\ndef f() -> L:\n    pass\nH = typing.get_type_hints(f)\n',
+    'from typing import get_type_hints as hints\n',
+    'import typing_extensions\nA = typing_extensions.get_annotations(torch, eval_str=True)\n',
+    'import typing\nR = typing.ForwardRef("torch._C")\n',
+])
+def test_typings_string_evaluators_are_refused(extra):
+    """A string typing turns into a forward reference outside an annotation (`Optional["torch._C..."]`) is code no
+    static check reads: the functions that evaluate them are refused, however imported."""
+    assert "exec" in rules_of(extra)
+
+
+def test_a_helper_the_main_guard_and_a_string_annotation_name_is_checked():
+    code = ('def self_check():\n    return torch._C\n'
+            'def layout() -> "self_check()":\n    pass\n'
+            'if __name__ == "__main__":\n    self_check()\n')
+    assert "escape" in rules_of(code)
+
+
+HIDDEN_KERNEL = """
+@triton.jit(repr=lambda _: \'\'\'
+def k(x, n):
+    pass
+\'\'\')
+def k(x, n):
+    pass
+"""
+
+
+def test_a_kernel_whose_decorators_hold_a_line_triton_would_compile_is_refused():
+    """Triton compiles a kernel from its text, from the first line starting `def name(`: a decorator's string."""
+    assert "escape" in rules_of(HIDDEN_KERNEL)
+    nested = "def make():\n" + textwrap.indent(HIDDEN_KERNEL, "    ") + "    return k\n"
+    assert "escape" in rules_of(nested)
+
+
+def test_a_kernel_with_prose_in_its_decorators_or_a_def_in_its_docstring_stays_allowed():
+    honest = ('@triton.autotune(configs=[triton.Config({"B": 64})], key=["n"])\n@triton.jit\n'
+              'def k(x, n, B: tl.constexpr):\n    """Like\n    def reference(x): return x\n    """\n    pass\n')
+    assert "escape" not in rules_of(honest)
+
+
+READS_C = "class A:\n    def g(self):\n        return self._C\n"
+
+
+@pytest.mark.parametrize("use", [
+    "q = A.g(torch)",                                            # the method taken from the class
+    "def via(k, o):\n    return k.g(o)\nq = via(A, torch)",     # the class handed around
+    "q = type(A()).g(torch)",
+    "q = A().__class__.g(torch)",
+    "q = super(A, A).g(torch)",
+    "class B(A):\n    h = A.g\nq = B.h(torch)",
+    "A.h = 0\nclass C:\n    def g(self):\n        return self._C\n    h = g\nq = C.h(torch)",
+    "class M(A):\n    pass\nq = M.g(torch)",                       # inherited
+    "KEEP = []\ndef keep(k):\n    KEEP.append(k)\n    return k\n@keep\nclass D(A):\n    pass\nq = KEEP[0].g(torch)",
+    "class E(A):\n    @classmethod\n    def me(cls):\n        return cls\nq = E.me().g(torch)",
+    "KEEP = []\nclass Grab:\n    def __set_name__(self, owner, name):\n        KEEP.append(owner)\n"
+    "class F(A):\n    d = Grab()\nq = KEEP[0].g(torch)",                # a descriptor is handed its owner
+])
+def test_a_method_reading_private_attributes_of_self_is_not_called_on_another_object(use):
+    """Python binds `self` to whatever a method is called with: `A.g(torch)` reads torch._C."""
+    assert "escape" in rules_of(READS_C + use + "\n")
+
+
+def test_self_is_the_objects_own_only_in_a_method():
+    assert "escape" in rules_of("def g(self):\n    return self._C\nq = g(torch)\n")
+
+
+def test_honest_private_attributes_and_uses_of_a_class_stay_allowed():
+    code = ("class A(nn.Module):\n    _k = 3\n    def __init__(self):\n        super(A, self).__init__()\n"
+            "        self._c = 1\n    def g(self) -> 'A':\n        return self._c + self._k\n"
+            "    @staticmethod\n    def s(x):\n        return x\n"
+            "class B(A):\n    def g(self) -> 'A':\n        return A.g(self) + 1\n"
+            "a = B()\nv = a.g()\nok = isinstance(a, (A, B))\ny = A.s(2) + A._k\n"
+            "import dataclasses\n@dataclasses.dataclass\nclass P(A):\n    n: int = 0\n")
+    assert rules_of(code) == set()
+
+
+@pytest.mark.parametrize("pattern", ["object(_C=c)", "object(os=o)", "object(f_back=f)", "object(tolist=t)"])
+def test_a_class_patterns_keywords_are_attribute_reads(pattern):
+    """`case object(_C=c)` reads the subject's attribute by name, which no attribute node shows."""
+    assert rules_of(f"match torch:\n    case {pattern}:\n        pass\n") & {"escape", "import", "host-compute"}
+
+
+def test_honest_class_patterns_stay_allowed():
+    assert rules_of("match (1, 2):\n    case tuple() if True:\n        pass\n    case object(real=r):\n"
+                    "        pass\n") == set()
+
+
 def test_honest_string_annotations_and_prose_in_them_stay_allowed():
     assert rules_of('def f(x: "torch.Tensor", n: "int") -> "torch.Tensor":\n    return x\n') == set()
     assert rules_of('import typing\nY: typing.Annotated[int, "shape (N, C) after the pool"] = 1\n') == set()

@@ -269,6 +269,44 @@ def test_a_callable_grid_and_pre_run_hooks_run_where_the_gpu_runs_them_before_th
     assert {op["name"] for op in found["trace"]["ops"] if op["kind"] == "compute"} == {"mul", "add_"}
 
 
+COMPARES_INSIDE = '''
+    x, y, staged = torch.arange(8.0), torch.empty(8), torch.empty(8)
+    def fn(x):
+        class Count(int):  # Triton's interpreter compares an int argument inside the launch
+            def __lt__(self, other):
+                torch.mul(x, 3.0, out=staged)
+                return int(self) < other
+        scale[(1,)](staged, y, Count(8), 1.0, B=8)
+        return y
+    tracker.candidate = CANDIDATE
+    record(fn, [x])
+'''
+
+
+def test_the_candidates_code_run_inside_a_launch_is_recorded_as_the_forwards():
+    """An argument's own methods run inside the launch (the interpreter compares an int, the GPU's launcher converts
+    a descriptor's shape), as a finalizer does where the garbage collector runs: the operators of the candidate's
+    code are the forward's wherever they run; the tracker's own copies there are not."""
+    found = run("CANDIDATE = '<string>'\n" + textwrap.dedent(COMPARES_INSIDE))
+    assert {op["name"] for op in found["trace"]["ops"] if op["kind"] == "compute"} == {"mul"}
+    unset = run("CANDIDATE = ''\n" + textwrap.dedent(COMPARES_INSIDE))  # no candidate file: the launch's own
+    assert {op["name"] for op in unset["trace"]["ops"] if op["kind"] == "compute"} == set()
+
+
+def test_a_programmatic_dependent_launch_is_recorded_however_it_was_asked_for():
+    """launch_pdl lets the next kernel start before this one ends (a tell on the GPU): the compiled kernel's metadata
+    says so at the launcher, whatever spelling of the option reached it (a computed **options dict)."""
+    found = run('''
+        x = torch.zeros(4)
+        tracker.begin(True, [x])
+        tracker._launch("k", ((x,), {}), lambda: None, pdl=True)
+        tracker._launch("j", ((x,), {}), lambda: None)
+        _, tr = tracker.end([x])
+        print(json.dumps({"trace": tr.model_dump()}))
+    ''')
+    assert len(found["trace"]["watching"]) == 1 and "launch_pdl on kernel `k`" in found["trace"]["watching"][0]
+
+
 def test_pinned_memory_in_a_forward_is_recorded_before_it_runs():
     found = run('''
         x, y = torch.arange(8.0), torch.empty(8)

@@ -37,3 +37,29 @@ def annotations_as_code(tree: ast.AST) -> bool:
         elif isinstance(node, ast.AnnAssign):
             node.annotation = strings.visit(node.annotation)
     return strings.changed
+
+
+def annotation_texts(tree: ast.AST) -> frozenset[str]:
+    """What typing may evaluate of this module's annotations, as the static check read it as code: each annotation as
+    the interpreter keeps it under `from __future__ import annotations` (its unparsed source) and every string inside
+    one, nested strings too (agent.harness.trusted refuses the evaluation of any other string)."""
+    out: set[str] = set()
+
+    def add(node: ast.expr) -> None:
+        out.add(ast.unparse(node).strip())
+        for n in ast.walk(node):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str):
+                out.add(n.value.strip())
+                try:
+                    add(ast.parse(n.value.strip(), mode="eval").body)
+                except (SyntaxError, ValueError, RecursionError):
+                    pass
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            add(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            add(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            add(node.annotation)
+    return frozenset(out)

@@ -110,10 +110,13 @@ class DiskCache:
             total -= size
 
 
-def salted(seed: int, cache_dir: Path | None) -> int:
-    """`seed` mixed with this machine's secret (kept in the cache; a fresh one per process without a cache)."""
+def salted(seed: int, cache_dir: Path | None, purpose: str = "") -> int:
+    """`seed` mixed with this machine's secret (kept in the cache; a fresh one per process without a cache) and a
+    `purpose`: seeds for different purposes are independent, so knowing one (the weights' seed, which the candidate's
+    __init__ runs under) tells nothing of another (the trials' inputs)."""
     secret = _secret(cache_dir)
-    return int.from_bytes(hashlib.sha256(secret + seed.to_bytes(8, "little", signed=True)).digest()[:4], "little") >> 1
+    data = secret + purpose.encode() + seed.to_bytes(8, "little", signed=True)
+    return int.from_bytes(hashlib.sha256(data).digest()[:4], "little") >> 1
 
 
 def _secret(cache_dir: Path | None) -> bytes:

@@ -55,6 +55,12 @@ class AutotunePasses:
         Autotuner.run = run
 
 
+def model_new_of(module: ModuleType) -> Any:
+    """The class the module's own code bound to ModelNew, read from its namespace: getattr on a module calls a
+    module-level __getattr__ (PEP 562) where the name is missing, which would run candidate code for the harness."""
+    return vars(module).get("ModelNew")
+
+
 def load_candidate(path: Path) -> ModuleType:
     spec = importlib.util.spec_from_file_location("candidate", path)
     assert spec is not None and spec.loader is not None
@@ -103,6 +109,7 @@ class _Session:
             interpret.install()
         self.trusted = Trusted(job.device)
         self.tracker = Tracker(self.trusted)
+        self.tracker.candidate = str(job.candidate_path)
         self.tracker.install()
         self.outputs: list[list[Any]] = []
         self.out_file = job.outputs_dir / "outputs.pt"
@@ -134,7 +141,7 @@ class _Session:
         self.result.phase = "import"
         try:
             cand = load_candidate(self.job.candidate_path)  # type: ignore[arg-type]
-            model_new = getattr(cand, "ModelNew", None)
+            model_new = model_new_of(cand)
             if not isinstance(model_new, type):
                 raise TypeError("the candidate defines no class ModelNew")
             return model_new
@@ -253,7 +260,7 @@ def profile(job: WorkerJob, gpu: Gpu) -> int:
         phase = "import"
         cand = load_candidate(job.candidate_path)  # type: ignore[arg-type]
         phase = "build"
-        model = build(modules[0], cand.ModelNew, job.seed, job.device)
+        model = build(modules[0], model_new_of(cand), job.seed, job.device)
         copy_matching_weights(state, model)
         _, inputs = timed_base(job, modules)
         phase = "run"

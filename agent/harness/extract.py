@@ -321,6 +321,23 @@ def nul_position(code: str) -> tuple[int, int] | None:
     return line, at - (code.rfind("\n", 0, at) + 1) + 1
 
 
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")  # PEP 263's declaration, on line 1 or 2
+
+
+def declared_encoding(code: str) -> tuple[int, str] | None:
+    """(line, encoding) of a coding declaration that names anything but UTF-8, or None. Python decodes a file by its
+    declaration, the static check reads the text: under `# coding: utf-7` a comment's `+AAo-` is a new line, and the
+    code that runs is not the code that was checked."""
+    for n, line in enumerate(code.splitlines()[:2], start=1):
+        m = _CODING.match(line)
+        if m:
+            name = m.group(1).lower().replace("_", "-")
+            return None if name in ("utf-8", "utf8", "utf-8-sig") else (n, m.group(1))
+        if line.strip() and not line.lstrip().startswith("#"):
+            return None  # PEP 263: the second line counts only after a comment or blank first line
+    return None
+
+
 def _parses(text: str) -> bool:
     try:
         tree = ast.parse(text)

@@ -4,6 +4,7 @@ must draw exactly the same inputs from the same seeds, so both use these functio
 from __future__ import annotations
 
 import hashlib
+import secrets
 from types import ModuleType
 from typing import Any
 
@@ -24,6 +25,11 @@ def make_inputs(module: ModuleType, distribution: str, seed: int, device: str) -
                 elif distribution != "randn":
                     raise ValueError(f"unknown input distribution {distribution!r}")
                 base[i] = r
+    # The global generator must not keep the inputs' seed: torch.initial_seed() in forward would name it, and the
+    # forward could draw the same inputs again, a copy of the data no operator derived from them (PyTorch computing
+    # on it would not count as computing on the data). A fresh unpredictable seed: what the candidate draws after
+    # this is unrelated to the inputs.
+    torch.manual_seed(secrets.randbits(62))
     return [t.to(device) if isinstance(t, torch.Tensor) else t for t in base]
 
 

@@ -11,6 +11,7 @@ Tensors (truths, candidate outputs) travel in `.pt` files beside the result JSON
 
 from __future__ import annotations
 
+import codecs
 import os
 import secrets
 import shutil
@@ -324,7 +325,9 @@ def prepare_job(
     candidate = None
     if code is not None:
         candidate = workdir / CANDIDATE_FILE
-        candidate.write_text(code)
+        # UTF-8 with its byte-order mark: the interpreter (and Triton's inspect.getsource) then decodes the file as
+        # the text the static check read, whatever coding declaration it carries (another is a SyntaxError)
+        candidate.write_bytes(codecs.BOM_UTF8 + code.encode("utf-8"))
     outputs = workdir / "outputs"
     outputs.mkdir(exist_ok=True)
     sizes = sizes if sizes is not None else (problem.sizes if device == "cuda" else problem.cpu_sizes)

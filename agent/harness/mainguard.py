@@ -81,8 +81,11 @@ def self_test_helpers(tree: ast.Module, called: set[str]) -> list[ast.FunctionDe
     helpers. A function's body runs only where it is called, and a module-level function is reached only through its
     name (the frames, globals and getattr on the module that could reach it otherwise are refused). Undecorated only
     (a decorator is handed the function and may call it), but for Triton's perf_report, which only records it; its
-    signature stays checked (defaults run at import)."""
-    dead = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and all(map(_recording, f.decorator_list))}
+    signature stays checked (defaults run at import). Never a dunder-named function (_protocol_name), and only after
+    strings that are code (annotations: agent.harness.annotations) are in the tree as the code they spell: a helper
+    named in `-> "self_check()"` is called by typing.get_type_hints."""
+    dead = {f.name: f for f in tree.body if isinstance(f, ast.FunctionDef) and all(map(_recording, f.decorator_list))
+            and not _protocol_name(f.name)}
     while True:
         read = {n.id for n in _outside(tree, set(dead.values())) if isinstance(n, ast.Name)
                 and not isinstance(n.ctx, ast.Store)}
@@ -100,6 +103,13 @@ def self_test_helpers(tree: ast.Module, called: set[str]) -> list[ast.FunctionDe
         reached.add(name)
         todo += [n.id for s in dead[name].body for n in ast.walk(s) if isinstance(n, ast.Name) and n.id in dead]
     return [dead[name] for name in sorted(reached)]
+
+
+def _protocol_name(name: str) -> bool:
+    """A dunder name is one Python calls on its own: a module-level `__getattr__` answers every lookup the module
+    lacks (the harness's own `module.ModelNew` once `del ModelNew` removed the class), `__dir__` every dir(). Such a
+    function is reached without its name being read, so it is never a dead helper."""
+    return name.startswith("__") and name.endswith("__")
 
 
 def _outside(tree: ast.Module, bodies: set[ast.FunctionDef]) -> list[ast.AST]:

@@ -114,6 +114,12 @@ def _static(req: EvalRequest, device: Device) -> EvalResult | tuple[str, list[st
     if nul is not None:
         return EvalResult(verdict=Verdict.SYNTAX_ERROR, code=code.replace("\x00", "\\x00"), device=device,
                           message=f"line {nul[0]}, column {nul[1]}: the code contains a NUL byte (\\x00)")
+    coding = extract.declared_encoding(code)
+    if coding is not None:
+        return EvalResult(verdict=Verdict.RULE_VIOLATION, code=code, device=device,
+                          message=f"line {coding[0]}: the code declares the encoding {coding[1]}: a kernel module is "
+                                  "UTF-8 (the interpreter would decode the file otherwise than it was checked) "
+                                  "[encoding]")
     try:
         tree = ast.parse(code)
     except SyntaxError as e:
@@ -316,7 +322,10 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
         key = (req.problem.path, device, req.seed, req.time_it, req.cache_dir)
         if key not in plans:  # one plan per problem/seed/device: the round's candidates share one truth
             seed = salted(req.seed, req.cache_dir)
-            trials = plan_trials(sizes_for(req.problem, device), seed, settings().validation.distributions)
+            # the inputs' seeds are not the weights': ModelNew's __init__ runs under the weights' seed and could
+            # otherwise draw every trial's inputs itself (torch.initial_seed()), a copy no operator derived from them
+            inputs = salted(req.seed, req.cache_dir, "inputs")
+            trials = plan_trials(sizes_for(req.problem, device), inputs, settings().validation.distributions)
             plans[key] = (seed, trials, plan_timing(device, seed) if req.time_it else None)
         seed, trials, plan = plans[key]
         runnable.append((i, _Job(req=req, device=device, code=static[0], kernels=static[1], seed=seed, trials=trials,

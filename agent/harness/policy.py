@@ -26,7 +26,9 @@ from agent.datafiles import load_toml
 from agent.harness import environ, tells
 from agent.harness.hooks import allocator_hooks
 from agent.harness.annotations import annotations_as_code
+from agent.harness.kernelsource import hidden_sources
 from agent.harness.mainguard import skip_main_guards
+from agent.harness.ownself import is_own_self, unbound_uses
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import builtin_uses, chain_root, dotted
 from agent.harness.reach import Reach
@@ -217,7 +219,8 @@ class _Checker:
                 self.path(node, path)
             return
         root = chain_root(node)
-        own = isinstance(root, ast.Name) and (root.id in _SELF or root.id in self.own_classes) and node.value is root
+        own = isinstance(root, ast.Name) and node.value is root and (root.id in self.own_classes or
+                                                                     root.id in _SELF and is_own_self(root))
         if name.startswith("_") and not own:
             self.add(node, "escape", f"private attribute `.{name}` is not allowed here: use the public API")
         elif name in _reach().denied_names and not own:
@@ -427,7 +430,9 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
         return [Violation(line=1, rule="size", message=f"the code is over {MAX_CODE_BYTES // 1024} KB: not a kernel module")]
     tree = ast.parse(code)
-    if skip_main_guards(tree) | annotations_as_code(tree):
+    lines = re.split(r"\r\n|\r|\n", code)  # as the parser numbers them (not str.splitlines: form feeds, \x1c, ...)
+    # annotations first: a string annotation that names a helper makes it live (get_type_hints calls it)
+    if annotations_as_code(tree) | skip_main_guards(tree):
         code = ast.unparse(tree)  # for the builtins' scope analysis (the tree keeps the original line numbers)
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):
@@ -457,16 +462,27 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
                 c.string(node)
             elif isinstance(node, ast.ClassDef):
                 c.class_def(node)
+            elif isinstance(node, ast.MatchClass):
+                for name in node.kwd_attrs:  # `case object(_C=c)` reads subject._C by name: judged as an attribute
+                    read = ast.copy_location(ast.Attribute(value=ast.Name(id="_pattern_subject", ctx=ast.Load()),
+                                                           attr=name, ctx=ast.Load()), node)
+                    read._parent = node  # type: ignore[attr-defined]
+                    c.attribute(read)
             if isinstance(node, (ast.Assign, ast.Delete)):
                 for t in node.targets:
                     c.assignment(t)
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
                 c.assignment(node.target)
+        for node, message in unbound_uses(tree, set(c.aliases)):
+            c.add(node, "escape", message)
         for node, message in allocator_hooks(tree, c.aliases):
             c.add(node, "escape", message)
         for node, message in environ.environment_uses(tree, c.aliases):
             c.add(node, "import", message)
         kernels = _kernels(tree, c.aliases)
+        for k, line in hidden_sources(lines, kernels):
+            c.add(k, "escape", f"kernel `{k.name}`'s decorators hold, at line {line}, a line Triton would take for "
+                  "its `def`: the GPU would compile that text, not the checked function")
         _kernels_present(c, kernels)
         if stage_rules.forbid_store_then_load:
             _store_then_load(c, kernels)

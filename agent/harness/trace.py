@@ -24,6 +24,7 @@ The worker reports these facts; the parent judges them (agent.harness.rules).
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Literal
@@ -123,6 +124,7 @@ class Tracker:
         kinds = operator_kinds()
         self.free, self.heavy, self.metadata = kinds.free, kinds.heavy, kinds.metadata
         self.installed = ""
+        self.candidate = ""  # the candidate's file (agent.harness.candidate sets it): its code inside a launch
         self.known, self.before = known_types(torch), classes_now()
 
     # ---------------------------------------------------------------- hooks
@@ -150,9 +152,11 @@ class Tracker:
         def new_init(self: Any, src: Any, metadata: Any, *args: Any, **kwargs: Any) -> None:
             init(self, src, metadata, *args, **kwargs)
             self._agent_kernel = getattr(metadata, "name", None) or getattr(getattr(src, "fn", None), "__name__", "?")
+            self._agent_pdl = bool(getattr(metadata, "launch_pdl", False))
 
         def new_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            return tracker._launch(getattr(self, "_agent_kernel", "?"), (args, kwargs), lambda: original(self, *args, **kwargs))
+            return tracker._launch(getattr(self, "_agent_kernel", "?"), (args, kwargs), lambda: original(self, *args, **kwargs),
+                                   pdl=getattr(self, "_agent_pdl", False))
 
         launcher.__init__, launcher.__call__ = new_init, new_call
         self.installed = f"{launcher.__module__}.{launcher.__qualname__}"
@@ -213,7 +217,7 @@ class Tracker:
         self._tainted.discard(key)
         self.launch_storages.discard(key)
 
-    def _launch(self, name: str, args: Any, run: Callable[[], Any]) -> Any:
+    def _launch(self, name: str, args: Any, run: Callable[[], Any], pdl: bool = False) -> Any:
         if self.depth:
             return run()
         if self.count_only:
@@ -226,6 +230,9 @@ class Tracker:
             self.launch_storages.update(self._key(t) for t in tensors)
             if not self.tracing:
                 return run()
+            if pdl:  # however launch_pdl was spelled (a computed **options dict): the compiled kernel says
+                self._watching.append(f"launch_pdl on kernel `{name}`: programmatic dependent launch (overlapping "
+                                      "kernels see whether the one before has finished)")
             foreign = foreign_arguments(args, self.known, self.before)
             if self.trusted.cuda:  # host memory a kernel writes is memory the host reads while the kernel runs
                 foreign += [f"a {t.device.type} tensor" for t in tensors if t.device.type != "cuda"]
@@ -283,7 +290,8 @@ class Tracker:
                 return False  # True would import torch._dynamo (2.3 s) to wrap a method nothing compiles
 
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-                if not tracker.depth and tracker.tracing:  # before the call: it may fail, as pinning does without a GPU
+                mine = tracker.tracing and (not tracker.depth or tracker.candidate_inside())
+                if mine:  # before the call: it may fail, as pinning does without a GPU
                     if why := watches_the_gpu(func, args, kwargs or {}):
                         tracker._watching.append(why)
                     # a tensor class of the candidate's: its __torch_dispatch__ runs inside this one, a few frames
@@ -291,11 +299,28 @@ class Tracker:
                     tracker._watching += [f"{t.__name__}, a tensor subclass of its own" for t in types
                                           if t not in tracker.before]
                 out = func(*args, **(kwargs or {}))
-                if not tracker.depth and tracker.tracing:
+                if mine:
                     tracker._op(func, args, kwargs or {}, out)
                 return out
 
         return Recorder()
+
+    def candidate_inside(self) -> bool:
+        """Whether the candidate's code runs this operator from inside a launch or the tracker's bookkeeping: Triton
+        calls an argument's own methods there (an int subclass's comparisons, a descriptor shape's __index__, an
+        allocator), and the garbage collector runs finalizers wherever it is triggered. Its operators are the
+        forward's wherever they run: the innermost frame of the candidate's file comes before any of this module's."""
+        if not self.candidate:
+            return False
+        frame: Any = sys._getframe(2)  # above __torch_dispatch__
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name == self.candidate:
+                return True
+            if name == __file__:
+                return False
+            frame = frame.f_back
+        return False
 
     def _op(self, func: Any, args: Any, kwargs: dict, out: Any) -> None:
         self.depth += 1

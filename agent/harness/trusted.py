@@ -173,11 +173,47 @@ _ATTRS = {"__code__", "__globals__", "__closure__", "__defaults__", "__kwdefault
           "f_locals", "f_builtins", "f_code", "__bases__", "__class__", "__dict__", "__subclasses__"}
 
 
+def _typing_evaluation(event: str, args: tuple, frame: types.FrameType, files: frozenset[str],
+                       creation: types.CodeType, forward_ref: type, candidate_file: str) -> tuple[bool, str | None]:
+    """(whether this compile/exec event is typing evaluating a string as code, the string where known). typing's
+    forward references are strings evaluated in the module they came from: typing.ForwardRef._evaluate runs the code
+    its constructor compiled (the constructor's own compile only checks the syntax), typing_extensions evaluates
+    strings itself. Only strings evaluated in the candidate's namespace (or one typing was not given) are its own."""
+    if frame.f_code.co_filename not in files or frame.f_code is creation:
+        return False, None
+    namespace = frame.f_locals.get("globalns", frame.f_locals.get("globals"))
+    if isinstance(namespace, dict) and namespace.get("__file__") not in (None, candidate_file):
+        return False, None  # a library's own annotation, evaluated in its own module
+    if event == "compile":
+        source = args[0] if args else None
+        if isinstance(source, bytes):
+            source = source.decode(errors="replace")
+        return True, source if isinstance(source, str) else None
+    refs: list[Any] = [v for v in frame.f_locals.values() if isinstance(v, forward_ref)]
+    return True, refs[0].__forward_arg__ if len(refs) == 1 else None
+
+
 def guard(candidate_file: str, on_refusal: Callable[[str], None]) -> None:
-    """Refuse introspection and process calls from the candidate's code for the rest of this process's life."""
+    """Refuse introspection and process calls from the candidate's code for the rest of this process's life; and any
+    string typing evaluates for it (get_type_hints, functools.singledispatch's register) that is not one of its
+    annotations, which the static check read as the code they spell (agent.harness.annotations)."""
+    import ast
+    import typing
+
+    import typing_extensions
+
+    from agent.harness.annotations import annotation_texts
+
     getframe = sys._getframe
     busy = [False]
-    watched = _ANYWHERE | _DIRECT
+    watched = _ANYWHERE | _DIRECT | {"compile", "exec"}
+    try:
+        with open(candidate_file, encoding="utf-8-sig") as f:
+            approved = annotation_texts(ast.parse(f.read()))
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        approved = frozenset()
+    files = frozenset(m.__file__ for m in (typing, typing_extensions) if m.__file__)
+    creation = typing.ForwardRef.__init__.__code__
 
     def hook(event: str, args: tuple) -> None:
         if event not in watched or busy[0]:
@@ -187,8 +223,15 @@ def guard(candidate_file: str, on_refusal: Callable[[str], None]) -> None:
         busy[0] = True
         try:
             frame: types.FrameType | None = getframe(1)
+            evaluated: str | None = None
+            if event in ("compile", "exec"):
+                assert frame is not None
+                typed, evaluated = _typing_evaluation(event, args, frame, files, creation, typing.ForwardRef,
+                                                      candidate_file)
+                if not typed or (evaluated is not None and evaluated.strip() in approved):
+                    return
             direct = frame is not None and frame.f_code.co_filename == candidate_file
-            if event in _ANYWHERE and not direct:
+            if (event in _ANYWHERE or event in ("compile", "exec")) and not direct:
                 while frame is not None and frame.f_code.co_filename != candidate_file:
                     frame = frame.f_back
                 direct = frame is not None
@@ -196,6 +239,8 @@ def guard(candidate_file: str, on_refusal: Callable[[str], None]) -> None:
             busy[0] = False
         if direct:
             what = f"{event} ({args[1]})" if event.startswith("object.") else event
+            if event in ("compile", "exec"):
+                what = f"a string typing evaluated as code ({evaluated!r:.80}), not one of the module's annotations"
             on_refusal(what)
             raise RuntimeError(f"the harness refuses {what} from candidate code")
 

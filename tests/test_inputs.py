@@ -1,0 +1,35 @@
+"""agent.harness.inputs: the trials' inputs, drawn the same way in both workers."""
+
+from __future__ import annotations
+
+import torch
+
+from agent.harness.inputs import make_inputs
+from agent.problems import load_problem
+
+
+def problem_module():
+    import importlib.util
+
+    path = load_problem("gap44").path
+    spec = importlib.util.spec_from_file_location("problem_gap44", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_same_seed_draws_the_same_inputs():
+    module = problem_module()
+    for dist in ("problem", "randn", "offset"):
+        a, b = make_inputs(module, dist, 1234, "cpu"), make_inputs(module, dist, 1234, "cpu")
+        assert torch.equal(a[0], b[0]), dist
+
+
+def test_the_global_generator_forgets_the_inputs_seed():
+    """A forward that read torch.initial_seed() could draw its inputs again, a copy no operator derived from them."""
+    module = problem_module()
+    x = make_inputs(module, "problem", 1234, "cpu")[0]
+    assert torch.initial_seed() != 1234
+    torch.manual_seed(torch.initial_seed())
+    assert not torch.equal(torch.rand(x.shape), x)
