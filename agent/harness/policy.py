@@ -26,9 +26,10 @@ from agent.datafiles import load_toml
 from agent.harness import environ, tells
 from agent.harness.hooks import allocator_hooks
 from agent.harness.annotations import annotations_as_code
-from agent.harness.mainguard import skip_main_guards
+from agent.harness.mainguard import skip_main_guards, skip_type_checking
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import builtin_uses, chain_root, dotted
+from agent.harness.owned import is_own, own_instances
 from agent.harness.reach import Reach
 from agent.schema import StageRules
 
@@ -92,6 +93,7 @@ class _Checker:
     absent: set[str]
     deadline: float
     own_classes: set[str] = field(default_factory=set)
+    own_instances: tuple[set[str], set[str]] = (set(), set())
     violations: list[Violation] = field(default_factory=list)
     _ticks: int = 0
 
@@ -218,6 +220,7 @@ class _Checker:
             return
         root = chain_root(node)
         own = isinstance(root, ast.Name) and (root.id in _SELF or root.id in self.own_classes) and node.value is root
+        own = own or is_own(node.value, *self.own_instances)
         if name.startswith("_") and not own:
             self.add(node, "escape", f"private attribute `.{name}` is not allowed here: use the public API")
         elif name in _reach().denied_names and not own:
@@ -427,7 +430,7 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
         return [Violation(line=1, rule="size", message=f"the code is over {MAX_CODE_BYTES // 1024} KB: not a kernel module")]
     tree = ast.parse(code)
-    if skip_main_guards(tree) | annotations_as_code(tree):
+    if skip_main_guards(tree) | skip_type_checking(tree) | annotations_as_code(tree):
         code = ast.unparse(tree)  # for the builtins' scope analysis (the tree keeps the original line numbers)
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):
@@ -435,9 +438,10 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     # The cap bounds the analysis of this code, not the machine: it counts this thread's CPU time, and starts after
     # the allowed modules are imported (once per process; seconds on a busy machine).
     _reach().denied_names  # noqa: B018
+    own_classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     c = _Checker(tree=tree, aliases=find_aliases(tree, _ROOTS | _reach().exact), absent=_normalize_absent(absent),
-                 deadline=time.thread_time() + time_cap_s,
-                 own_classes={n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)})
+                 deadline=time.thread_time() + time_cap_s, own_classes=own_classes,
+                 own_instances=own_instances(tree, own_classes))
     try:
         c.builtins(code)
         for node in ast.walk(tree):
