@@ -237,6 +237,14 @@ def test_cli_eval_of_a_folder_judges_every_answer_and_summarizes_like_a_benchmar
     assert "than torch.compile – of answers" in table.stdout
 
 
+def test_cli_eval_of_an_answer_that_is_not_utf8_names_it_in_one_line(tmp_path):
+    answer = tmp_path / "latin1.py"
+    answer.write_bytes("# -*- coding: latin-1 -*-\n# café\n".encode("latin-1") + (CANDIDATES / "correct.py").read_bytes())
+    r = agent("eval", str(CANDIDATES / "correct.py"), str(answer), "--device", "cpu")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "latin1.py" in r.stderr and "not UTF-8" in r.stderr
+
+
 def test_cli_eval_of_a_folder_without_answers_is_one_line(tmp_path):
     r = agent("eval", str(tmp_path), "--device", "cpu")
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "no answer in it" in r.stderr
