@@ -170,6 +170,21 @@ def test_an_early_worker_started_for_another_device_is_not_used():
     assert result.verdict == Verdict.CORRECT and not warm._thread.is_alive()
 
 
+def test_cudnn_benchmark_is_off_in_forward_and_refused_when_forward_sets_it():
+    """`torch.backends.cudnn.benchmark = True` at import or in __init__ is allowed, and undone before forward runs
+    (calls are judged and timed under the defaults, as the baseline's are); set by forward, it is still set when the
+    flags are compared afterwards."""
+    code = (CANDIDATES / "correct.py").read_text().replace("import triton\n", "import triton\n\ntorch.backends.cudnn.benchmark = True\n", 1)
+    init = code.replace("        super().__init__()\n", "        super().__init__()\n        torch.backends.cudnn.benchmark = True\n", 1)
+    checked = init.replace("    def forward(self, x):\n", "    def forward(self, x):\n        if torch.backends.cudnn.benchmark:\n"
+                           "            raise RuntimeError('cudnn.benchmark is on in forward')\n", 1)
+    in_forward = code.replace("    def forward(self, x):\n", "    def forward(self, x):\n        torch.backends.cudnn.benchmark = True\n", 1)
+    assert checked.count("benchmark = True") == 2 and in_forward.count("benchmark = True") == 2
+    allowed, refused = evaluate_many([request(checked), request(in_forward)])
+    assert allowed.verdict == Verdict.CORRECT, allowed.message
+    assert refused.verdict == Verdict.RULE_VIOLATION and "cudnn.benchmark: False -> True" in refused.message
+
+
 def test_syntax_error_names_the_line():
     result = evaluate(request((CANDIDATES / "syntax_error.py").read_text()))
     assert result.verdict == Verdict.SYNTAX_ERROR and result.message.startswith("line 11:")

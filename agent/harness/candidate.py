@@ -13,6 +13,7 @@ from typing import Any
 
 from agent.harness.inputs import build, copy_matching_weights, flatten, make_inputs, refill, weights
 from agent.harness.job import TrialRecord, TrialSpec, WorkerJob, WorkerResult
+from agent.harness.trusted import restore_speed_flags, speed_flags
 from agent.harness.workerio import (
     Gpu,
     Stop,
@@ -134,6 +135,7 @@ class _Session:
         self.result.phase = "import"
         try:
             cand = load_candidate(self.job.candidate_path)  # type: ignore[arg-type]
+            restore_speed_flags(self.integrity.flags)
             model_new = getattr(cand, "ModelNew", None)
             if not isinstance(model_new, type):
                 raise TypeError("the candidate defines no class ModelNew")
@@ -185,6 +187,7 @@ class _Session:
         if s not in models:
             self.phase = "build"
             models[s] = build(self.modules[s], model_new, job.seed, job.device)
+            restore_speed_flags(self.integrity.flags)
             copy_matching_weights(self.states[s], models[s])
             self.phase = "validate"
         fresh = make_inputs(self.modules[s], trial.distribution, trial.seed, job.device)
@@ -251,9 +254,12 @@ def profile(job: WorkerJob, gpu: Gpu) -> int:
         modules = problem_modules(job)
         state = weights(modules[0], job.seed, job.device)
         phase = "import"
+        defaults = speed_flags()
         cand = load_candidate(job.candidate_path)  # type: ignore[arg-type]
+        restore_speed_flags(defaults)
         phase = "build"
         model = build(modules[0], cand.ModelNew, job.seed, job.device)
+        restore_speed_flags(defaults)
         copy_matching_weights(state, model)
         _, inputs = timed_base(job, modules)
         phase = "run"

@@ -339,6 +339,17 @@ def _bound_names(item: ast.stmt) -> set[str]:
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 # torch.backends calls that only read (whether a backend is there, its version): the flags are compared at run time
 _BACKEND_QUERIES = {"is_available", "version", "is_built"}
+# Backend flags an answer may turn on (`torch.backends.cudnn.benchmark = True` at import or in __init__, common in
+# honest answers), which the worker puts back to the default after the import and after each ModelNew it builds
+# (agent.harness.trusted.restore_speed_flags): its calls run, and are timed, under the defaults as the baseline's are.
+# Only True, so nothing can set it back: turned on by forward, it is still on when the flags are compared (tampered).
+_SPEED_FLAGS = {"torch.backends.cudnn.benchmark"}
+
+
+def _speed_flag_on(node: ast.AST, target: ast.expr, aliases: dict[str, str]) -> bool:
+    return (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(target, ast.Attribute)
+            and dotted(target, aliases) in _SPEED_FLAGS and isinstance(node.value, ast.Constant)
+            and node.value.value is True)
 
 
 # ---------------------------------------------------------------- kernels
@@ -463,7 +474,8 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
                 c.class_def(node)
             if isinstance(node, (ast.Assign, ast.Delete)):
                 for t in node.targets:
-                    c.assignment(t)
+                    if not _speed_flag_on(node, t, c.aliases):
+                        c.assignment(t)
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
                 c.assignment(node.target)
         for node, message in allocator_hooks(tree, c.aliases):
