@@ -166,6 +166,9 @@ class _Session:
                         mark(result, "first", job)
                     if timed is None and trial.size == 0:
                         timed = (models[0], buffers[0])
+                if p == 0 and self.passes.max_configs > 1:
+                    result.planned_passes = self.passes.max_configs
+                    mark(result, "configs", job)  # the parent's limit grows by a pass's allowance per further pass
                 p += 1
         except BaseException as e:
             result.error = describe_error(e, self.phase, job)
