@@ -185,6 +185,18 @@ def test_cudnn_benchmark_is_off_in_forward_and_refused_when_forward_sets_it():
     assert refused.verdict == Verdict.RULE_VIOLATION and "cudnn.benchmark: False -> True" in refused.message
 
 
+def test_a_forward_that_prints_on_every_call_is_not_killed_for_its_output():
+    """On a GPU the clocks and the energy loop make thousands of calls: a debug print in forward (or a logged warning)
+    would fill the sandbox's output limit. Python's streams are capped for the candidate, so here seven calls of
+    300 KB each (2 MB, over the 1 MB limit) pass."""
+    code = (CANDIDATES / "correct.py").read_text().replace(
+        "    def forward(self, x):\n", "    def forward(self, x):\n        print('debug ' * 50_000)\n"
+        "        logging.getLogger(__name__).warning('w' * 50_000)\n", 1)
+    code = "import logging\n" + code
+    result = evaluate(request(code))
+    assert result.verdict == Verdict.CORRECT, result.message
+
+
 def test_syntax_error_names_the_line():
     result = evaluate(request((CANDIDATES / "syntax_error.py").read_text()))
     assert result.verdict == Verdict.SYNTAX_ERROR and result.message.startswith("line 11:")

@@ -17,6 +17,7 @@ from agent.harness.trusted import restore_speed_flags, speed_flags
 from agent.harness.workerio import (
     Gpu,
     Stop,
+    capped_output,
     describe_error,
     mark,
     problem_modules,
@@ -66,7 +67,13 @@ def load_candidate(path: Path) -> ModuleType:
 
 
 def evaluate(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
-    """Import the candidate, run every trial (every autotune config in CPU mode), then time it if the job asks."""
+    """Import the candidate, run every trial (every autotune config in CPU mode), then time it if the job asks; what
+    it prints is capped (workerio.capped_output)."""
+    with capped_output():
+        _evaluate(job, result, gpu)
+
+
+def _evaluate(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
     session = _Session(job, result)
     result.phase = "build"
     gpu.take("shared", result, job)  # everything before (interpreter, torch, triton imports) overlaps others' timing
@@ -246,38 +253,39 @@ def profile(job: WorkerJob, gpu: Gpu) -> int:
     """One warmed-up call inside an NVTX range (JIT compilation stays outside it). Errors: one stderr line."""
     phase = "build"
     try:
-        import torch
+        with capped_output():
+            import torch
 
-        gpu.take("exclusive")
-        if job.device == "cpu":
-            from agent.harness import interpret
+            gpu.take("exclusive")
+            if job.device == "cpu":
+                from agent.harness import interpret
 
-            AutotunePasses().install()
-            interpret.install()
-        modules = problem_modules(job)
-        state = weights(modules[0], job.seed, job.device)
-        phase = "import"
-        defaults = speed_flags()
-        cand = load_candidate(job.candidate_path)  # type: ignore[arg-type]
-        restore_speed_flags(defaults)
-        phase = "build"
-        model = build(modules[0], cand.ModelNew, job.seed, job.device)
-        restore_speed_flags(defaults)
-        copy_matching_weights(state, model)
-        _, inputs = timed_base(job, modules)
-        phase = "run"
-        with torch.no_grad():
-            for _ in range(max(1, job.profile_warmup)):
+                AutotunePasses().install()
+                interpret.install()
+            modules = problem_modules(job)
+            state = weights(modules[0], job.seed, job.device)
+            phase = "import"
+            defaults = speed_flags()
+            cand = load_candidate(job.candidate_path)  # type: ignore[arg-type]
+            restore_speed_flags(defaults)
+            phase = "build"
+            model = build(modules[0], cand.ModelNew, job.seed, job.device)
+            restore_speed_flags(defaults)
+            copy_matching_weights(state, model)
+            _, inputs = timed_base(job, modules)
+            phase = "run"
+            with torch.no_grad():
+                for _ in range(max(1, job.profile_warmup)):
+                    model(*inputs)
+                sync(job.device)
+                if job.device == "cuda":
+                    torch.cuda.nvtx.range_push(job.nvtx_range)
                 model(*inputs)
-            sync(job.device)
-            if job.device == "cuda":
-                torch.cuda.nvtx.range_push(job.nvtx_range)
-            model(*inputs)
-            sync(job.device)
-            if job.device == "cuda":
-                torch.cuda.nvtx.range_pop()
-        write_result(WorkerResult(mode="profile", ok=True, phase="done"), job)
-        return 0
+                sync(job.device)
+                if job.device == "cuda":
+                    torch.cuda.nvtx.range_pop()
+            write_result(WorkerResult(mode="profile", ok=True, phase="done"), job)
+            return 0
     except BaseException as e:
         err = describe_error(e, phase, job)
         print(f"{err.kind} ({err.phase}): {err.message}".replace("\n", " "), file=sys.stderr)
