@@ -44,6 +44,17 @@ class _Capped(io.TextIOBase):
     def writable(self) -> bool:
         return True
 
+    # what libraries ask of sys.stdout/stderr beside writing (faulthandler, subprocess users, encoders): the stream's
+    def fileno(self) -> int:
+        return int(self.stream.fileno())
+
+    def isatty(self) -> bool:
+        return bool(self.stream.isatty())
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.stream, "encoding", None) or "utf-8")
+
 
 @contextlib.contextmanager
 def capped_output() -> Iterator[None]:
