@@ -16,7 +16,6 @@ from typing import Any
 from agent.harness.inputs import digest, make_inputs
 from agent.harness.job import BUFFER_WORDS, TrialRecord, TrialSpec, WorkerError, WorkerJob, WorkerResult
 
-
 # What a candidate may print in all (its stdout and stderr together, Python's streams): a forward that prints on every
 # call, or logs a warning, honest if untidy, would otherwise fill the sandbox's output limit over the thousands of
 # calls the GPU's clocks and energy loop make, and be killed for it; nobody reads past this
