@@ -24,8 +24,8 @@ from pydantic import BaseModel
 
 from agent.datafiles import load_toml
 from agent.harness import environ, tells
-from agent.harness.annotations import annotations_as_code
 from agent.harness.hooks import allocator_hooks
+from agent.harness.annotations import annotations_as_code
 from agent.harness.mainguard import skip_main_guards, skip_type_checking
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import builtin_uses, chain_root, dotted
