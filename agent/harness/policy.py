@@ -93,9 +93,15 @@ class _Checker:
     absent: set[str]
     deadline: float
     own_classes: set[str] = field(default_factory=set)
-    own_instances: tuple[set[str], set[str]] = (set(), set())
+    own_instances: tuple[set[str], set[str]] | None = None
     violations: list[Violation] = field(default_factory=list)
     _ticks: int = 0
+
+    def owned(self) -> tuple[set[str], set[str]]:
+        """The names and self attributes bound only to the candidate's own instances (computed once, where needed)."""
+        if self.own_instances is None:
+            self.own_instances = own_instances(self.tree, self.own_classes)
+        return self.own_instances
 
     def add(self, node: ast.AST, rule: str, message: str) -> None:
         self.violations.append(Violation(line=getattr(node, "lineno", 0), rule=rule, message=message))
@@ -220,7 +226,7 @@ class _Checker:
             return
         root = chain_root(node)
         own = isinstance(root, ast.Name) and (root.id in _SELF or root.id in self.own_classes) and node.value is root
-        own = own or is_own(node.value, *self.own_instances)
+        own = own or name.startswith("_") and is_own(node.value, *self.owned())
         if name.startswith("_") and not own:
             self.add(node, "escape", f"private attribute `.{name}` is not allowed here: use the public API")
         elif name in _reach().denied_names and not own:
@@ -451,8 +457,7 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     _reach().denied_names  # noqa: B018
     own_classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     c = _Checker(tree=tree, aliases=find_aliases(tree, _ROOTS | _reach().exact), absent=_normalize_absent(absent),
-                 deadline=time.thread_time() + time_cap_s, own_classes=own_classes,
-                 own_instances=own_instances(tree, own_classes))
+                 deadline=time.thread_time() + time_cap_s, own_classes=own_classes)
     try:
         c.builtins(code)
         for node in ast.walk(tree):
