@@ -16,21 +16,24 @@ def welford_combine(mean_a, m2_a, n_a, mean_b, m2_b, n_b):
 
 @triton.jit
 def plane_stats_kernel(z_ptr, mean_ptr, m2_ptr, S, BLOCK: tl.constexpr):
-    """Welford over one (n, c) volume: per-lane running (mean, M2, count), merged with tl.reduce."""
+    """One (n, c) volume: per-lane sums of the data shifted by its first value (no cancellation), turned into per-lane
+    (mean, M2, count) and merged with tl.reduce and the Welford/Chan combine."""
     pid = tl.program_id(0)
     base = z_ptr + pid.to(tl.int64) * S
-    mean = tl.zeros((BLOCK,), tl.float32)
-    m2 = tl.zeros((BLOCK,), tl.float32)
+    shift = tl.load(base)
+    s1 = tl.zeros((BLOCK,), tl.float32)
+    s2 = tl.zeros((BLOCK,), tl.float32)
     cnt = tl.zeros((BLOCK,), tl.float32)
     for s0 in range(0, S, BLOCK):
         idx = s0 + tl.arange(0, BLOCK)
         valid = idx < S
-        v = tl.load(base + idx, mask=valid, other=0.0)
-        new_cnt = cnt + valid.to(tl.float32)
-        delta = v - mean
-        mean = tl.where(valid, mean + delta / tl.maximum(new_cnt, 1.0), mean)
-        m2 = tl.where(valid, m2 + delta * (v - mean), m2)
-        cnt = new_cnt
+        d = tl.where(valid, tl.load(base + idx, mask=valid, other=0.0) - shift, 0.0)
+        s1 += d
+        s2 += d * d
+        cnt += valid.to(tl.float32)
+    safe = tl.maximum(cnt, 1.0)
+    mean = shift + s1 / safe
+    m2 = tl.where(cnt > 0, s2 - s1 * s1 / safe, 0.0)
     mean_t, m2_t, _ = tl.reduce((mean, m2, cnt), 0, welford_combine)
     tl.store(mean_ptr + pid, mean_t)
     tl.store(m2_ptr + pid, m2_t)
@@ -65,7 +68,7 @@ class ModelNew(nn.Module):
         S = D * H * W
         mean = torch.empty((N, C), device=z.device, dtype=torch.float32)
         m2 = torch.empty_like(mean)
-        plane_stats_kernel[(N * C,)](z, mean, m2, S, BLOCK=512)
+        plane_stats_kernel[(N * C,)](z, mean, m2, S, BLOCK=128)
         out = z.new_empty((N, C, 1, 1, 1))
         bn_gap_kernel[(C,)](mean, m2, self.batch_norm.weight, self.batch_norm.bias, out, N, C, S,
                             float(self.scale_factor), self.batch_norm.eps, BLOCK_N=max(2, triton.next_power_of_2(N)))
