@@ -170,6 +170,33 @@ def test_an_early_worker_started_for_another_device_is_not_used():
     assert result.verdict == Verdict.CORRECT and not warm._thread.is_alive()
 
 
+def test_cudnn_benchmark_is_off_in_forward_and_refused_when_forward_sets_it():
+    """`torch.backends.cudnn.benchmark = True` at import or in __init__ is allowed, and undone before forward runs
+    (calls are judged and timed under the defaults, as the baseline's are); set by forward, it is still set when the
+    flags are compared afterwards."""
+    code = (CANDIDATES / "correct.py").read_text().replace("import triton\n", "import triton\n\ntorch.backends.cudnn.benchmark = True\n", 1)
+    init = code.replace("        super().__init__()\n", "        super().__init__()\n        torch.backends.cudnn.benchmark = True\n", 1)
+    checked = init.replace("    def forward(self, x):\n", "    def forward(self, x):\n        if torch.backends.cudnn.benchmark:\n"
+                           "            raise RuntimeError('cudnn.benchmark is on in forward')\n", 1)
+    in_forward = code.replace("    def forward(self, x):\n", "    def forward(self, x):\n        torch.backends.cudnn.benchmark = True\n", 1)
+    assert checked.count("benchmark = True") == 2 and in_forward.count("benchmark = True") == 2
+    allowed, refused = evaluate_many([request(checked), request(in_forward)])
+    assert allowed.verdict == Verdict.CORRECT, allowed.message
+    assert refused.verdict == Verdict.RULE_VIOLATION and "cudnn.benchmark: False -> True" in refused.message
+
+
+def test_a_forward_that_prints_on_every_call_is_not_killed_for_its_output():
+    """On a GPU the clocks and the energy loop make thousands of calls: a debug print in forward (or a logged warning)
+    would fill the sandbox's output limit. Python's streams are capped for the candidate, so here seven calls of
+    300 KB each (2 MB, over the 1 MB limit) pass."""
+    code = (CANDIDATES / "correct.py").read_text().replace(
+        "    def forward(self, x):\n", "    def forward(self, x):\n        print('debug ' * 50_000)\n"
+        "        logging.getLogger(__name__).warning('w' * 50_000)\n", 1)
+    code = "import logging\n" + code
+    result = evaluate(request(code))
+    assert result.verdict == Verdict.CORRECT, result.message
+
+
 def test_syntax_error_names_the_line():
     result = evaluate(request((CANDIDATES / "syntax_error.py").read_text()))
     assert result.verdict == Verdict.SYNTAX_ERROR and result.message.startswith("line 11:")
@@ -235,6 +262,14 @@ def test_cli_eval_of_a_folder_judges_every_answer_and_summarizes_like_a_benchmar
                   "--cache-dir", str(tmp_path / "cache"))
     assert table.returncode == 3 and "correct: 1/2 (50 %)" in table.stdout and "geometric mean" in table.stdout
     assert "than torch.compile – of answers" in table.stdout
+
+
+def test_cli_eval_of_an_answer_that_is_not_utf8_names_it_in_one_line(tmp_path):
+    answer = tmp_path / "latin1.py"
+    answer.write_bytes("# -*- coding: latin-1 -*-\n# café\n".encode("latin-1") + (CANDIDATES / "correct.py").read_bytes())
+    r = agent("eval", str(CANDIDATES / "correct.py"), str(answer), "--device", "cpu")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "latin1.py" in r.stderr and "not UTF-8" in r.stderr
 
 
 def test_cli_eval_of_a_folder_without_answers_is_one_line(tmp_path):

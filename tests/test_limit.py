@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agent.harness.job import BenchStats, WorkerResult
-from agent.harness.limit import calls, limit_for
+from agent.harness.limit import ConfigPasses, Limit, calls, limit_for
+from agent.harness.sandbox import Deadline
 from agent.harness.settings import settings
 
 
@@ -48,3 +51,39 @@ def test_cpu_mode_and_a_missing_baseline_fall_back_to_the_fixed_limit():
     assert limit_for("gap44", "cpu", 4, True, None, None).seconds == s.timeout_s
     assert limit_for("gap44", "cpu", 4, True, None, None).why == "the harness's fixed limit in CPU mode"
     assert limit_for("gap44", "cuda", 12, True, None, None).why == "the harness's fixed limit"
+
+
+
+def test_only_cpu_modes_fixed_limit_is_granted_per_autotune_config_pass():
+    assert limit_for("gap44", "cpu", 4, True, None, None).per_pass
+    assert not limit_for("gap44", "cuda", 12, True, None, None).per_pass
+    assert not limit_for("gap44", "cpu", 4, True, None, 7.0).per_pass  # --timeout is the limit, whole
+
+
+def test_each_config_pass_the_worker_plans_gets_the_fixed_limit_again_up_to_a_cap(tmp_path):
+    result = tmp_path / "result.json"
+    passes = ConfigPasses(result, 180.0)
+    assert passes() == 0.0  # nothing written yet: one pass
+    result.write_text("{\"planned_passes\": ")  # being replaced
+    passes._read_at = float("-inf")
+    assert passes() == 0.0
+    result.write_text(WorkerResult(mode="evaluate", planned_passes=3).model_dump_json())
+    passes._read_at = float("-inf")
+    assert passes() == 360.0
+    lim = passes.limit(Limit(180.0, "the harness's fixed limit in CPU mode", per_pass=True))
+    assert lim.seconds == 540.0 and lim.why.endswith("180 s for each of 3 autotune config passes")
+    result.write_text(WorkerResult(mode="evaluate", planned_passes=50).model_dump_json())
+    passes._read_at = float("-inf")
+    assert passes() == 180.0 * (settings().sandbox.cpu_config_passes_timed - 1)
+
+
+def test_a_deadline_counts_the_seconds_granted_while_it_runs():
+    granted = [0.0]
+    d = Deadline()
+    d.arm(-1.0, lambda: granted[0])
+    assert d.passed()
+    granted[0] = 60.0
+    assert not d.passed()
+    d.cancel()
+    time.sleep(0.01)
+    assert d.passed()  # cancel ends it at once, whatever was granted

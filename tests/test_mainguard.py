@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from agent.harness.mainguard import skip_main_guards
+from agent.harness.mainguard import skip_main_guards, skip_type_checking
 
 
 def test_main_guards_are_emptied_and_their_else_branch_kept():
@@ -109,3 +109,31 @@ def test_a_helper_named_in_a_string_annotation_keeps_its_body():
     annotations_as_code(tree)
     skip_main_guards(tree)
     assert "elapsed_time" in ast.unparse(tree)
+
+
+def test_type_checking_imports_are_emptied_and_their_else_branch_kept():
+    for opening in ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:",
+                    "import typing\nfrom typing import Any\nif typing.TYPE_CHECKING:",
+                    "import typing_extensions as te\nif te.TYPE_CHECKING:"):
+        tree = ast.parse(opening + "\n    import numpy as np\nelse:\n    y = 1\n")
+        assert skip_type_checking(tree), opening
+        text = ast.unparse(tree)
+        assert "numpy" not in text and "y = 1" in text
+
+
+def test_a_type_checking_flag_that_could_be_true_keeps_its_block():
+    for opening in ("from typing import TYPE_CHECKING\nTYPE_CHECKING = True",
+                    "from typing import TYPE_CHECKING\ndef f(TYPE_CHECKING=1): pass",
+                    "from typing import TYPE_CHECKING\nfrom enum import Enum as TYPE_CHECKING",
+                    "from enum import TYPE_CHECKING",
+                    "TYPE_CHECKING = 1",
+                    "import typing\nfrom enum import Enum as typing"):
+        test = "typing.TYPE_CHECKING" if "import typing\n" in opening else "TYPE_CHECKING"
+        tree = ast.parse(f"{opening}\nif {test}:\n    import os\n")
+        assert not skip_type_checking(tree), opening
+        assert "import os" in ast.unparse(tree)
+
+
+def test_a_type_checking_block_inside_a_function_stays_checked():
+    tree = ast.parse("from typing import TYPE_CHECKING\ndef g():\n    if TYPE_CHECKING:\n        import os\n")
+    assert not skip_type_checking(tree)

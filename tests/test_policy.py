@@ -115,11 +115,23 @@ def test_assigning_into_own_tensors_is_not_monkeypatching():
 
 
 @pytest.mark.parametrize("line", ["torch.backends.cudnn.allow_tf32 = False", "torch.backends.cuda.matmul.allow_tf32 = True",
-                                  "import torch.backends.cudnn as cudnn\ncudnn.benchmark = True",
+                                  "import torch.backends.cudnn as cudnn\ncudnn.benchmark = False",
+                                  "torch.backends.cudnn.benchmark = flag", "a = torch.backends.cudnn.benchmark = True",
+                                  "torch.backends.cudnn.deterministic = True",
                                   "torch.set_float32_matmul_precision('high')", "torch.use_deterministic_algorithms(True)",
                                   "with torch.backends.cudnn.flags(enabled=False):\n    pass"])
 def test_rejects_changing_torch_backend_flags(line):
     assert "backend-flags" in rules_of(line)
+
+
+@pytest.mark.parametrize("line", ["torch.backends.cudnn.benchmark = True",
+                                  "import torch.backends.cudnn as cudnn\ncudnn.benchmark = True",
+                                  "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                                  "        torch.backends.cudnn.benchmark = True"])
+def test_turning_cudnns_autotuner_on_is_allowed_the_worker_turns_it_back_off(line):
+    """Common in honest answers; the worker restores the default after the import and each ModelNew it builds
+    (tests/test_harness.py::test_cudnn_benchmark_is_off_in_forward_and_refused_when_forward_sets_it)."""
+    assert rules_of(line) == set()
 
 
 def test_reading_a_backend_flag_is_fine():

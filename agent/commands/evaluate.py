@@ -51,6 +51,14 @@ def _cache_dir() -> Path:
 NOT_ALL_CORRECT = 3
 
 
+def _read(path: Path) -> str:
+    """An answer's text, UTF-8 (what an LLM's reply is); ValueError naming the file where it is not."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:  # a ValueError: without this, its message would not say which answer
+        raise ValueError(f"cannot read {path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+
+
 def handle(args: argparse.Namespace) -> int:
     from agent.errors import UserError
     from agent.harness import EvalRequest, default_device, evaluate_many, prewarm_for
@@ -59,10 +67,10 @@ def handle(args: argparse.Namespace) -> int:
 
     try:
         files = answer_files(args.files)
-        sources = [f.read_text() for f in files]
+        sources = [_read(f) for f in files]
     except ValueError as e:
         raise UserError(str(e)) from None
-    except (OSError, UnicodeDecodeError) as e:
+    except OSError as e:
         raise UserError(f"cannot read {getattr(e, 'filename', None) or 'an answer'}: {e}") from None
     guess = args.device or _likely_device()
     problem = load_problem(args.problem, guess)

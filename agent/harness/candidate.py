@@ -13,9 +13,11 @@ from typing import Any
 
 from agent.harness.inputs import build, copy_matching_weights, flatten, make_inputs, refill, weights
 from agent.harness.job import TrialRecord, TrialSpec, WorkerJob, WorkerResult
+from agent.harness.trusted import restore_speed_flags, speed_flags
 from agent.harness.workerio import (
     Gpu,
     Stop,
+    capped_output,
     describe_error,
     mark,
     problem_modules,
@@ -71,7 +73,13 @@ def load_candidate(path: Path) -> ModuleType:
 
 
 def evaluate(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
-    """Import the candidate, run every trial (every autotune config in CPU mode), then time it if the job asks."""
+    """Import the candidate, run every trial (every autotune config in CPU mode), then time it if the job asks; what
+    it prints is capped (workerio.capped_output)."""
+    with capped_output():
+        _evaluate(job, result, gpu)
+
+
+def _evaluate(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
     session = _Session(job, result)
     result.phase = "build"
     gpu.take("shared", result, job)  # everything before (interpreter, torch, triton imports) overlaps others' timing
@@ -141,6 +149,7 @@ class _Session:
         self.result.phase = "import"
         try:
             cand = load_candidate(self.job.candidate_path)  # type: ignore[arg-type]
+            restore_speed_flags(self.integrity.flags)
             model_new = model_new_of(cand)
             if not isinstance(model_new, type):
                 raise TypeError("the candidate defines no class ModelNew")
@@ -171,6 +180,9 @@ class _Session:
                         mark(result, "first", job)
                     if timed is None and trial.size == 0:
                         timed = (models[0], buffers[0])
+                if p == 0 and self.passes.max_configs > 1:
+                    result.planned_passes = self.passes.max_configs
+                    mark(result, "configs", job)  # the parent's limit grows by a pass's allowance per further pass
                 p += 1
         except BaseException as e:
             result.error = describe_error(e, self.phase, job)
@@ -192,6 +204,7 @@ class _Session:
         if s not in models:
             self.phase = "build"
             models[s] = build(self.modules[s], model_new, job.seed, job.device)
+            restore_speed_flags(self.integrity.flags)
             copy_matching_weights(self.states[s], models[s])
             self.phase = "validate"
         fresh = make_inputs(self.modules[s], trial.distribution, trial.seed, job.device)
@@ -247,35 +260,39 @@ def profile(job: WorkerJob, gpu: Gpu) -> int:
     """One warmed-up call inside an NVTX range (JIT compilation stays outside it). Errors: one stderr line."""
     phase = "build"
     try:
-        import torch
+        with capped_output():
+            import torch
 
-        gpu.take("exclusive")
-        if job.device == "cpu":
-            from agent.harness import interpret
+            gpu.take("exclusive")
+            if job.device == "cpu":
+                from agent.harness import interpret
 
-            AutotunePasses().install()
-            interpret.install()
-        modules = problem_modules(job)
-        state = weights(modules[0], job.seed, job.device)
-        phase = "import"
-        cand = load_candidate(job.candidate_path)  # type: ignore[arg-type]
-        phase = "build"
-        model = build(modules[0], model_new_of(cand), job.seed, job.device)
-        copy_matching_weights(state, model)
-        _, inputs = timed_base(job, modules)
-        phase = "run"
-        with torch.no_grad():
-            for _ in range(max(1, job.profile_warmup)):
+                AutotunePasses().install()
+                interpret.install()
+            modules = problem_modules(job)
+            state = weights(modules[0], job.seed, job.device)
+            phase = "import"
+            defaults = speed_flags()
+            cand = load_candidate(job.candidate_path)  # type: ignore[arg-type]
+            restore_speed_flags(defaults)
+            phase = "build"
+            model = build(modules[0], model_new_of(cand), job.seed, job.device)
+            restore_speed_flags(defaults)
+            copy_matching_weights(state, model)
+            _, inputs = timed_base(job, modules)
+            phase = "run"
+            with torch.no_grad():
+                for _ in range(max(1, job.profile_warmup)):
+                    model(*inputs)
+                sync(job.device)
+                if job.device == "cuda":
+                    torch.cuda.nvtx.range_push(job.nvtx_range)
                 model(*inputs)
-            sync(job.device)
-            if job.device == "cuda":
-                torch.cuda.nvtx.range_push(job.nvtx_range)
-            model(*inputs)
-            sync(job.device)
-            if job.device == "cuda":
-                torch.cuda.nvtx.range_pop()
-        write_result(WorkerResult(mode="profile", ok=True, phase="done"), job)
-        return 0
+                sync(job.device)
+                if job.device == "cuda":
+                    torch.cuda.nvtx.range_pop()
+            write_result(WorkerResult(mode="profile", ok=True, phase="done"), job)
+            return 0
     except BaseException as e:
         err = describe_error(e, phase, job)
         print(f"{err.kind} ({err.phase}): {err.message}".replace("\n", " "), file=sys.stderr)

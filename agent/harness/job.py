@@ -209,6 +209,8 @@ class WorkerResult(Model):
     trials: list[TrialRecord] = Field(default_factory=list)
     outputs_file: Path | None = None
     config_passes: int = Field(default=1, description="CPU mode: autotune configs validated one pass each")
+    planned_passes: int = Field(default=1, description="CPU mode: the passes the worker will make (the autotune "
+                                "configs found in the first), written as the first ends: the limit grows with them")
     config_labels: list[str] = Field(default_factory=list)
     timing: BenchStats | None = None
     timed_trials: list[TrialRecord] = Field(default_factory=list, description="the checked timed calls, traced (ids: "

@@ -1,11 +1,14 @@
-"""A candidate's self-test, which never runs: the harness imports the candidate under the name `candidate`, so a
-top-level `if __name__ == "__main__":` body is dead code, provided nothing in the module can rebind `__name__`; and so
-are the helpers only it calls (a `benchmark()` timing with CUDA events). The static policy (agent.harness.policy)
-empties those bodies before it checks the rest."""
+"""A candidate's code that never runs. Its self-test: the harness imports the candidate under the name `candidate`, so
+a top-level `if __name__ == "__main__":` body is dead code, provided nothing in the module can rebind `__name__`; and so
+are the helpers only it calls (a `benchmark()` timing with CUDA events). Its type checker's imports: a top-level
+`if TYPE_CHECKING:` body, where the name is typing's constant (False at run time) and nothing rebinds it. The static
+policy (agent.harness.policy) empties those bodies before it checks the rest."""
 
 from __future__ import annotations
 
 import ast
+
+from agent.harness.names import binds
 
 
 def is_main_test(test: ast.expr) -> bool:
@@ -19,15 +22,47 @@ def is_main_test(test: ast.expr) -> bool:
 def binds_module_name(tree: ast.Module) -> bool:
     """Whether the code could make `__name__` anything but the module's name: any occurrence other than a read
     (an assignment, a walrus, an import alias, a def, a pattern capture, `global __name__`, an argument)."""
+    return binds(tree, "__name__", set())
+
+
+_TYPING = ("typing", "typing_extensions")
+
+
+def _typing_names(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """(the names an import binds to typing's TYPE_CHECKING, the names an import binds to typing itself), each kept
+    only where nothing else in the module binds it."""
+    flag: dict[str, set[ast.AST]] = {}
+    module: dict[str, set[ast.AST]] = {}
     for n in ast.walk(tree):
-        if isinstance(n, ast.Name):
-            if n.id == "__name__" and not isinstance(n.ctx, ast.Load):
-                return True
-        elif not isinstance(n, (ast.Attribute, ast.Constant)):
-            for _, value in ast.iter_fields(n):
-                if value == "__name__" or (isinstance(value, list) and "__name__" in value):
-                    return True
-    return False
+        if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module in _TYPING:
+            for a in n.names:
+                if a.name == "TYPE_CHECKING":
+                    flag.setdefault(a.asname or a.name, set()).add(a)
+        elif isinstance(n, ast.Import):
+            for a in n.names:
+                if a.name in _TYPING:
+                    module.setdefault(a.asname or a.name, set()).add(a)
+    return ({name for name, imports in flag.items() if not binds(tree, name, imports)},
+            {name for name, imports in module.items() if not binds(tree, name, imports)})
+
+
+def skip_type_checking(tree: ast.Module) -> bool:
+    """Empty the bodies of top-level `if TYPE_CHECKING:` blocks (`typing.TYPE_CHECKING` too): imports for
+    annotations only (`import numpy as np`, Triton's JITFunction), which never run, typing's constant being False
+    at run time (a candidate cannot set it: assigning a module's attribute is refused). Only where the name is
+    typing's and nothing rebinds it; `else` branches run and stay checked. True where anything was emptied."""
+    flags, modules = _typing_names(tree)
+
+    def is_flag(test: ast.expr) -> bool:
+        if isinstance(test, ast.Name):
+            return test.id in flags
+        return (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING" and isinstance(test.value, ast.Name)
+                and test.value.id in modules)
+
+    guards = [n for n in tree.body if isinstance(n, ast.If) and is_flag(n.test)]
+    for g in guards:
+        g.body = [ast.copy_location(ast.Pass(), g)]
+    return bool(guards)
 
 
 def skip_main_guards(tree: ast.Module) -> bool:

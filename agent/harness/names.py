@@ -27,6 +27,22 @@ def dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
     return ".".join([head, *reversed(parts)])
 
 
+def binds(tree: ast.AST, name: str, allowed: set[ast.AST]) -> bool:
+    """Whether anything in the code but the `allowed` nodes binds `name`: any occurrence other than a read (an
+    assignment, a walrus, an import alias, a def, a pattern capture, a global declaration, an argument)."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name):
+            if n.id == name and not isinstance(n.ctx, ast.Load) and n not in allowed:
+                return True
+        elif n not in allowed and not isinstance(n, (ast.Attribute, ast.Constant)):
+            for field, value in ast.iter_fields(n):
+                if isinstance(n, ast.ImportFrom) and field == "module":  # the module read from, not a name bound
+                    continue
+                if value == name or (isinstance(value, list) and name in value):
+                    return True
+    return False
+
+
 def chain_root(node: ast.AST) -> ast.AST:
     """The innermost value of an attribute chain (`a.b.c` -> the Name `a`, `f().x` -> the Call)."""
     while isinstance(node, ast.Attribute):

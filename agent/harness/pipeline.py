@@ -35,9 +35,10 @@ from agent.harness.job import (
     read_result,
 )
 from agent.harness.judge import judge
-from agent.harness.limit import Limit, limit_for
+from agent.harness.limit import ConfigPasses, Limit, limit_for
 from agent.harness.prewarm import Prewarm
 from agent.harness.runner import load_tensors, run_worker, sizes_for
+from agent.harness.sandbox import Deadline
 from agent.harness.settings import settings
 from agent.harness.shared import Shared
 from agent.harness.validate import Reference
@@ -179,16 +180,24 @@ def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Li
     result = EvalResult(verdict=Verdict.RUNTIME_ERROR, message="", code=job.code, kernels=job.kernels, device=device)
     try:
         lim = limit()
+        passes = ConfigPasses(workdir / "result.json", lim.seconds) if lim.per_pass else None
         path = prepare_job(workdir, "evaluate", req.problem, code=job.code, device=device, seed=job.seed,
                            trials=job.trials, plan=job.plan, gpu_lock=req.gpu_lock, publish=warm is None)
         spawned = time.monotonic()
         if warm is not None:
-            warm.release(lim.seconds)
+            warm.release(lim.seconds, passes)
             started: Prewarm = warm
             warm = None  # released: it runs to its own end
             sb = started.wait()
+        elif passes is not None:
+            deadline = Deadline()
+            deadline.arm(lim.seconds, passes)
+            sb = run_worker(workdir, path, device, lim.seconds * passes.most, req.memory_mb, job.hide(), req.gpu_lock,
+                            deadline)
         else:
             sb = run_worker(workdir, path, device, lim.seconds, req.memory_mb, job.hide(), req.gpu_lock)
+        if passes is not None:
+            lim = passes.limit(lim)
         exited = time.monotonic()
         res = read_result(workdir / "result.json")
         ref, base = truth()
@@ -274,7 +283,8 @@ def prewarm_for(req: EvalRequest, device: Device) -> Prewarm:
     cfg = settings().sandbox
     hide = [*req.hide, *([req.cache_dir] if req.cache_dir else [])]
     lock = req.gpu_lock or (default_gpu_lock() if device == "cuda" else None)
-    return Prewarm(device, hide, lock, cap_s=cfg.reference_timeout_s + (req.timeout_s or cfg.timeout_s),
+    per_pass = cfg.cpu_config_passes_timed if device != "cuda" else 1  # agent.harness.limit.ConfigPasses
+    return Prewarm(device, hide, lock, cap_s=cfg.reference_timeout_s + (req.timeout_s or cfg.timeout_s * per_pass),
                    memory_mb=req.memory_mb)
 
 

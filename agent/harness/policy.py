@@ -27,10 +27,11 @@ from agent.harness import environ, tells
 from agent.harness.hooks import allocator_hooks
 from agent.harness.annotations import annotations_as_code
 from agent.harness.kernelsource import hidden_sources
-from agent.harness.mainguard import skip_main_guards
+from agent.harness.mainguard import skip_main_guards, skip_type_checking
 from agent.harness.ownself import is_own_self, unbound_uses
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import builtin_uses, chain_root, dotted
+from agent.harness.owned import is_own, own_instances
 from agent.harness.reach import Reach
 from agent.schema import StageRules
 
@@ -94,8 +95,15 @@ class _Checker:
     absent: set[str]
     deadline: float
     own_classes: set[str] = field(default_factory=set)
+    own_instances: tuple[set[str], set[str]] | None = None
     violations: list[Violation] = field(default_factory=list)
     _ticks: int = 0
+
+    def owned(self) -> tuple[set[str], set[str]]:
+        """The names and self attributes bound only to the candidate's own instances (computed once, where needed)."""
+        if self.own_instances is None:
+            self.own_instances = own_instances(self.tree, self.own_classes)
+        return self.own_instances
 
     def add(self, node: ast.AST, rule: str, message: str) -> None:
         self.violations.append(Violation(line=getattr(node, "lineno", 0), rule=rule, message=message))
@@ -221,6 +229,10 @@ class _Checker:
         root = chain_root(node)
         own = isinstance(root, ast.Name) and node.value is root and (root.id in self.own_classes or
                                                                      root.id in _SELF and is_own_self(root))
+        # an own instance held by a name or by self (red7's self: a method's own first parameter, never a name)
+        own = own or name.startswith("_") and is_own(node.value, *self.owned()) and not (
+            isinstance(node.value, ast.Attribute) and isinstance(node.value.value, ast.Name)
+            and not is_own_self(node.value.value))
         if name.startswith("_") and not own:
             self.add(node, "escape", f"private attribute `.{name}` is not allowed here: use the public API")
         elif name in _reach().denied_names and not own:
@@ -339,6 +351,17 @@ def _bound_names(item: ast.stmt) -> set[str]:
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 # torch.backends calls that only read (whether a backend is there, its version): the flags are compared at run time
 _BACKEND_QUERIES = {"is_available", "version", "is_built"}
+# Backend flags an answer may turn on (`torch.backends.cudnn.benchmark = True` at import or in __init__, common in
+# honest answers), which the worker puts back to the default after the import and after each ModelNew it builds
+# (agent.harness.trusted.restore_speed_flags): its calls run, and are timed, under the defaults as the baseline's are.
+# Only True, so nothing can set it back: turned on by forward, it is still on when the flags are compared (tampered).
+_SPEED_FLAGS = {"torch.backends.cudnn.benchmark"}
+
+
+def _speed_flag_on(node: ast.AST, target: ast.expr, aliases: dict[str, str]) -> bool:
+    return (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(target, ast.Attribute)
+            and dotted(target, aliases) in _SPEED_FLAGS and isinstance(node.value, ast.Constant)
+            and node.value.value is True)
 
 
 # ---------------------------------------------------------------- kernels
@@ -432,7 +455,7 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     tree = ast.parse(code)
     lines = re.split(r"\r\n|\r|\n", code)  # as the parser numbers them (not str.splitlines: form feeds, \x1c, ...)
     # annotations first: a string annotation that names a helper makes it live (get_type_hints calls it)
-    if annotations_as_code(tree) | skip_main_guards(tree):
+    if annotations_as_code(tree) | skip_main_guards(tree) | skip_type_checking(tree):
         code = ast.unparse(tree)  # for the builtins' scope analysis (the tree keeps the original line numbers)
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):
@@ -440,9 +463,9 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
     # The cap bounds the analysis of this code, not the machine: it counts this thread's CPU time, and starts after
     # the allowed modules are imported (once per process; seconds on a busy machine).
     _reach().denied_names  # noqa: B018
+    own_classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
     c = _Checker(tree=tree, aliases=find_aliases(tree, _ROOTS | _reach().exact), absent=_normalize_absent(absent),
-                 deadline=time.thread_time() + time_cap_s,
-                 own_classes={n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)})
+                 deadline=time.thread_time() + time_cap_s, own_classes=own_classes)
     try:
         c.builtins(code)
         for node in ast.walk(tree):
@@ -470,7 +493,8 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
                     c.attribute(read)
             if isinstance(node, (ast.Assign, ast.Delete)):
                 for t in node.targets:
-                    c.assignment(t)
+                    if not _speed_flag_on(node, t, c.aliases):
+                        c.assignment(t)
             elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
                 c.assignment(node.target)
         for node, message in unbound_uses(tree, set(c.aliases)):

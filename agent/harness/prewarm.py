@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 from agent.harness.job import JOB_FILE, Device, publish_job
@@ -45,11 +46,12 @@ class Prewarm:
         """Whether this worker was started the way a job with these settings needs."""
         return (device, sorted(map(str, hide)), gpu_lock) == (self.device, sorted(map(str, self.hide)), self.gpu_lock)
 
-    def release(self, seconds: float) -> None:
+    def release(self, seconds: float, extend: Callable[[], float] | None = None) -> None:
         """The workdir is laid out with its job unpublished (prepare_job(..., publish=False)): hand the new files to
-        the worker, publish the job (the worker starts on it) and start the candidate's time limit."""
+        the worker, publish the job (the worker starts on it) and start the candidate's time limit (`extend`: more
+        seconds it is granted as it runs, agent.harness.limit.ConfigPasses)."""
         hand_over(self.workdir)
-        self.deadline.arm(seconds)
+        self.deadline.arm(seconds, extend)
         publish_job(self.job_path)
 
     def wait(self) -> SandboxResult:

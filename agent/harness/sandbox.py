@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -70,19 +70,25 @@ class SandboxUnavailable(RuntimeError):
 
 class Deadline:
     """A time limit armed after the command started (agent.harness.prewarm: a worker starts before its job exists).
-    Until `arm`, only the hard cap given to run_sandboxed applies; `cancel` ends the command at once."""
+    Until `arm`, only the hard cap given to run_sandboxed applies; `cancel` ends the command at once. `extend`: more
+    seconds granted while it runs (CPU mode: a pass per autotune config), read at each poll; never past the cap."""
 
     def __init__(self) -> None:
         self.at: float | None = None
+        self.extend: Callable[[], float] | None = None
 
-    def arm(self, seconds: float) -> None:
+    def arm(self, seconds: float, extend: Callable[[], float] | None = None) -> None:
         self.at = time.monotonic() + seconds
+        self.extend = extend
 
     def cancel(self) -> None:
-        self.at = time.monotonic()
+        self.at, self.extend = time.monotonic(), None
 
     def passed(self, grace_s: float = 0.0) -> bool:
-        return self.at is not None and time.monotonic() > self.at + grace_s
+        if self.at is None:
+            return False
+        extra = self.extend() if self.extend is not None else 0.0
+        return time.monotonic() > self.at + grace_s + extra
 
 
 class SandboxResult(BaseModel):

@@ -49,6 +49,7 @@ class RuleSettings(_Section):
 
 class SandboxSettings(_Section):
     timeout_s: float
+    cpu_config_passes_timed: int = Field(ge=1)
     start_allowance_s: float
     slowdown: float
     gpu_slots: int = Field(ge=1)

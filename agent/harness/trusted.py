@@ -103,6 +103,21 @@ def _flags() -> dict[str, Any]:
     }
 
 
+def speed_flags() -> dict[str, Any]:
+    """The backend flags an answer may set but never keeps (agent.harness.policy._SPEED_FLAGS), as they are now."""
+    import torch
+
+    return {"cudnn.benchmark": torch.backends.cudnn.benchmark}
+
+
+def restore_speed_flags(saved: dict[str, Any]) -> None:
+    """Put those flags back (after the candidate's import, and after each ModelNew is built): its calls run and are
+    timed under the defaults, as the baseline's are. Set by forward, a flag is still set when Integrity compares."""
+    import torch
+
+    torch.backends.cudnn.benchmark = saved["cudnn.benchmark"]
+
+
 def _watched(extra: dict[str, Any]) -> dict[str, Any]:
     import builtins
     import time

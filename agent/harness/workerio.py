@@ -3,14 +3,67 @@ describing an exception, the problem's modules at each size, a trial's record, t
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from agent.harness.inputs import digest, make_inputs
 from agent.harness.job import BUFFER_WORDS, TrialRecord, TrialSpec, WorkerError, WorkerJob, WorkerResult
+
+# What a candidate may print in all (its stdout and stderr together, Python's streams): a forward that prints on every
+# call, or logs a warning, honest if untidy, would otherwise fill the sandbox's output limit over the thousands of
+# calls the GPU's clocks and energy loop make, and be killed for it; nobody reads past this
+CANDIDATE_OUTPUT_CHARS = 64 * 1024
+
+
+class _Capped(io.TextIOBase):
+    """A stream passing on the first `budget[0]` characters written to it or its sibling, then one note; the rest
+    is dropped."""
+
+    def __init__(self, stream: Any, budget: list[int]) -> None:
+        self.stream, self.budget = stream, budget
+
+    def write(self, text: str) -> int:
+        if self.budget[0] > 0:
+            self.stream.write(text[: self.budget[0]])
+            self.budget[0] -= len(text)
+            if self.budget[0] <= 0:
+                self.stream.write(f"\n[the candidate's output past {CANDIDATE_OUTPUT_CHARS} characters is dropped]\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    # what libraries ask of sys.stdout/stderr beside writing (faulthandler, subprocess users, encoders): the stream's
+    def fileno(self) -> int:
+        return int(self.stream.fileno())
+
+    def isatty(self) -> bool:
+        return bool(self.stream.isatty())
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.stream, "encoding", None) or "utf-8")
+
+
+@contextlib.contextmanager
+def capped_output() -> Iterator[None]:
+    """Python's stdout and stderr capped for the candidate's run (CANDIDATE_OUTPUT_CHARS), restored after it."""
+    saved, budget = (sys.stdout, sys.stderr), [CANDIDATE_OUTPUT_CHARS]
+    sys.stdout, sys.stderr = _Capped(saved[0], budget), _Capped(saved[1], budget)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
 
 
 class Stop(Exception):
