@@ -127,3 +127,20 @@ def test_an_attribute_nn_module_itself_sets_is_not_own():
             def forward(self, y):
                 return self.training._version
         """)
+
+
+@pytest.mark.parametrize("reader", [
+    "def peek(self):\n    return self.head._version",                  # a plain function's parameter named self
+    "peek = lambda self: self.head._version",                           # a lambda's
+    "class K:\n    @staticmethod\n    def peek(self):\n        return self.head._version",  # a staticmethod's
+])
+def test_self_head_is_own_only_where_self_is_a_methods_own_first_parameter(reader):
+    """`self.head` holds an own instance only on the candidate's own objects: a function whose first parameter is
+    merely called self may be handed any object with a `head` (a torch module bound without an attribute store)."""
+    found = escapes("""
+        class Outer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.head = Head()
+        """ + "\n" + reader + "\n")
+    assert any("_version" in m for m in found), found

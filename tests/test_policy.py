@@ -577,6 +577,33 @@ def test_self_is_the_objects_own_only_in_a_method():
     assert "escape" in rules_of("def g(self):\n    return self._C\nq = g(torch)\n")
 
 
+@pytest.mark.parametrize("decorator", [
+    "@staticmethod",                                                         # no binding: self is any argument
+    "@unbind",                                                               # the candidate's own, returning one
+    "@property.fget",
+    "@g.setter",                                                             # g is no property of the class
+])
+def test_self_is_not_the_objects_own_in_a_method_whose_decorator_may_unbind_it(decorator):
+    """A staticmethod's first parameter, named self or not, is whatever the caller passes: `A.g(torch)` is allowed
+    for static methods, so it would read torch._C."""
+    code = ("def unbind(f):\n    return staticmethod(f)\ndef g(x):\n    return x\n"
+            f"class A:\n    {decorator}\n    def g(self):\n        return self._C\nq = A.g(torch)\n")
+    assert "escape" in rules_of(code)
+
+
+def test_library_decorators_that_keep_a_method_bound_keep_self_its_own():
+    code = ("import functools\nimport abc\nfrom functools import cached_property\n"
+            "class A(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._b = 1\n"
+            "    @torch.no_grad()\n    def forward(self, x):\n        return self._b\n"
+            "    @property\n    def b(self):\n        return self._b\n"
+            "    @b.setter\n    def b(self, v):\n        self._b = v\n"
+            "    @functools.cached_property\n    def c(self):\n        return self._b\n"
+            "    @cached_property\n    def d(self):\n        return self._b\n"
+            "    @classmethod\n    def make(cls):\n        return cls()\n"
+            "    @torch.jit.ignore\n    def e(self):\n        return self._b\n")
+    assert rules_of(code) == set()
+
+
 def test_honest_private_attributes_and_uses_of_a_class_stay_allowed():
     code = ("class A(nn.Module):\n    _k = 3\n    def __init__(self):\n        super(A, self).__init__()\n"
             "        self._c = 1\n    def g(self) -> 'A':\n        return self._c + self._k\n"
@@ -669,3 +696,24 @@ def test_rejects_kernels_that_overlap_and_so_can_signal_each_other(line):
 ])
 def test_rejects_a_raw_stream_handle_for_launches_past_the_timed_stream(line):
     assert "stream" in rules_of(line)
+
+
+def test_self_read_in_a_closure_inside_a_method_is_the_methods_own():
+    """A hook lambda or a nested helper reads the enclosing method's self (KernelBench #51's refold hook)."""
+    code = ("class A(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self._b = 1\n"
+            "        self.register_load_state_dict_post_hook(lambda *_: self._fold())\n"
+            "        def helper(k):\n            return self._b + k\n        self.v = helper(2)\n"
+            "    def _fold(self):\n        return self._b\n")
+    assert rules_of(code) == set()
+
+
+@pytest.mark.parametrize("inner", [
+    "q = (lambda self: self._C)(torch)",                 # the lambda binds its own self
+    "def inner(self):\n            return self._C\n        q = inner(torch)",
+    "self = torch\n        q = self._C",                  # the method rebinds it
+    "def inner():\n            self = torch\n            return self._C\n        q = inner()",
+    "for self in [torch]:\n            q = self._C",
+])
+def test_a_self_bound_again_inside_a_method_is_not_its_own(inner):
+    code = f"class A(nn.Module):\n    def g(self):\n        {inner}\n        return q\n"
+    assert "escape" in rules_of(code)

@@ -11,7 +11,15 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from agent.harness.names import binds, chain_root
+
 SELF = {"self", "cls"}
+# Decorators that leave a method a method: Python still binds its first parameter to the object it is called on (to
+# the class, for classmethod). Any other (staticmethod, or a decorator of the candidate's, which may return one) lets
+# the caller hand the function any object as its `self`.
+_BINDING = {"property", "classmethod", "cached_property", "abstractmethod", "no_grad", "inference_mode", "enable_grad",
+            "ignore", "unused", "export", "override", "final"}
+_PROPERTY_PARTS = {"setter", "getter", "deleter"}
 
 
 def enclosing_function(node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | None:
@@ -22,13 +30,81 @@ def enclosing_function(node: ast.AST) -> ast.FunctionDef | ast.AsyncFunctionDef 
 
 
 def is_own_self(name: ast.Name) -> bool:
-    """`self`/`cls` here is the first parameter of a method of a class the candidate wrote (needs `_parent` links)."""
+    """`self`/`cls` here is the first parameter of a method of a class the candidate wrote (needs `_parent` links):
+    read in the method itself or in a closure inside it (a lambda hook, a nested helper) that does not bind the name
+    again; the method itself never rebinds it."""
     fn = enclosing_function(name)
+    while fn is not None and name.id not in _params(fn):
+        if _binds_in_scope(fn, name.id):
+            return False
+        fn = enclosing_function(fn)
     if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not isinstance(getattr(fn, "_parent", None),
                                                                                       ast.ClassDef):
         return False
     params = [*fn.args.posonlyargs, *fn.args.args]
-    return bool(params) and params[0].arg == name.id
+    return (bool(params) and params[0].arg == name.id and all(_keeps_binding(d, fn) for d in fn.decorator_list)
+            and not _binds_in_scope(fn, name.id))
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    a = fn.args
+    return {p.arg for p in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]}
+
+
+def _binds_in_scope(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str) -> bool:
+    """Whether `fn`'s own scope (not a nested function's or class's) binds `name` other than as a parameter."""
+    todo: list[ast.AST] = list(fn.body) if isinstance(fn.body, list) else [fn.body]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if node.name == name:
+                return True
+            todo.extend([*node.decorator_list])  # evaluated in this scope; the body is another scope
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        if isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return True
+        if isinstance(node, (ast.MatchAs, ast.MatchStar, ast.ExceptHandler)) and getattr(node, "name", None) == name:
+            return True
+        if isinstance(node, ast.MatchMapping) and node.rest == name:
+            return True
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _module_of(node: ast.AST) -> ast.AST:
+    while getattr(node, "_parent", None) is not None:
+        node = node._parent  # type: ignore[attr-defined]
+    return node
+
+
+def _library_name(module: ast.AST, name: str) -> bool:
+    """`name` is a builtin or bound only by imports (a library's), never by the candidate's own code."""
+    imported = {a for n in ast.walk(module) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
+    return not binds(module, name, imported)  # type: ignore[arg-type]
+
+
+def _keeps_binding(decorator: ast.expr, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """The decorator is one of the library's that keep `fn` a method (`torch.no_grad()`, `functools.cached_property`,
+    `property`), or `@name.setter` of a property the same class defines."""
+    f = decorator.func if isinstance(decorator, ast.Call) else decorator
+    module = _module_of(fn)
+    if isinstance(f, ast.Name):
+        return f.id in _BINDING and _library_name(module, f.id)
+    if not isinstance(f, ast.Attribute):
+        return False
+    root = chain_root(f)
+    if f.attr in _PROPERTY_PARTS and isinstance(f.value, ast.Name):
+        cls = getattr(fn, "_parent", None)
+        return isinstance(cls, ast.ClassDef) and any(
+            isinstance(i, (ast.FunctionDef, ast.AsyncFunctionDef)) and i.name == f.value.id and any(
+                isinstance(d, ast.Name) and d.id == "property" for d in i.decorator_list) for i in cls.body)
+    return f.attr in _BINDING and isinstance(root, ast.Name) and _library_name(module, root.id)
 
 
 def _plain_methods(cls: ast.ClassDef) -> set[str]:
