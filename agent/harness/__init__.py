@@ -5,7 +5,7 @@
 Importing this package is cheap (no torch, and workers importing agent.harness.job skip the pipeline).
 
 The parent's side, one job per module: extract + mainguard (the code in an answer), policy + tells + reach + names +
-pointers + annotations + environ + hooks + owned + ownself + kernelsource (the static allowlist), sandbox + contain +
+pointers + annotations + environ + hooks + owned + ownself + kernelsource + kernelrules (the static allowlist), sandbox + contain +
 proctree + lockwait (the wall, and the queue for a GPU not held against a candidate), limit (how long a candidate may
 take), job (what a worker is asked and answers), pipeline (one evaluation end to end, and the Shared truths and
 baselines), prewarm (a worker started before its job), validate +

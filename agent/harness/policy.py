@@ -23,19 +23,19 @@ from functools import lru_cache
 from pydantic import BaseModel
 
 from agent.datafiles import load_toml
-from agent.harness import environ, tells
-from agent.harness.hooks import allocator_hooks
+from agent.harness import environ, kernelrules, tells
 from agent.harness.annotations import annotations_as_code
+from agent.harness.hooks import allocator_hooks
+from agent.harness.kernelrules import kernel_names  # noqa: F401  (the public name callers import from here)
 from agent.harness.kernelsource import hidden_sources
 from agent.harness.mainguard import skip_main_guards, skip_type_checking
-from agent.harness.ownself import is_own_self, unbound_uses
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import builtin_uses, chain_root, dotted
 from agent.harness.owned import is_own, own_instances
+from agent.harness.ownself import is_own_self, unbound_uses
 from agent.harness.reach import Reach
 from agent.schema import StageRules
 
-_JIT = "triton.jit"
 _TL = "triton.language"
 _ROOTS = {"torch", "triton"}
 _SELF = {"self", "cls"}
@@ -364,77 +364,6 @@ def _speed_flag_on(node: ast.AST, target: ast.expr, aliases: dict[str, str]) -> 
             and node.value.value is True)
 
 
-# ---------------------------------------------------------------- kernels
-
-
-def _decorator_paths(fn: ast.FunctionDef, aliases: dict[str, str]) -> list[str]:
-    return [dotted(d.func if isinstance(d, ast.Call) else d, aliases) or "" for d in fn.decorator_list]
-
-
-def _kernels(tree: ast.AST, aliases: dict[str, str]) -> list[ast.FunctionDef]:
-    """The @triton.jit functions, and those jitted by a call (`gap_kernel = triton.jit(_gap_body)`)."""
-    wrapped = {n.args[0].id for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args and
-               isinstance(n.args[0], ast.Name) and dotted(n.func, aliases) == _JIT}
-    return [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and
-            (_JIT in _decorator_paths(n, aliases) or n.name in wrapped)]
-
-
-def kernel_names(code: str) -> list[str]:
-    """Names of the @triton.jit functions (autotuned or not, at any depth), in source order: ncu's kernel filter."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError):
-        return []
-    return [k.name for k in sorted(_kernels(tree, find_aliases(tree, _ROOTS)), key=lambda k: (k.lineno, k.col_offset))]
-
-
-def _kernels_present(c: _Checker, kernels: list[ast.FunctionDef]) -> None:
-    if not kernels:
-        c.add(c.tree.body[0] if c.tree.body else c.tree, "no-kernel",
-              "no @triton.jit kernel: a pure-PyTorch answer is not accepted, write at least one Triton kernel")
-        return
-    names = {k.name for k in kernels}
-    # A kernel kept on a class (a staticmethod, `self._kernel[grid]`, `Ops.kernel[grid]`) is read as an attribute.
-    # Either reading is only a hint: whether forward launches kernels is checked at run time (rules.every_call).
-    used = {n.id for n in ast.walk(c.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in names}
-    used |= {n.attr for n in ast.walk(c.tree) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
-             and n.attr in names}
-    if not used:
-        c.add(kernels[0], "no-kernel", f"kernel{'s' if len(names) > 1 else ''} {', '.join(sorted(names))} never "
-              "launched: ModelNew must run its Triton kernels")
-
-
-def _store_then_load(c: _Checker, kernels: list[ast.FunctionDef]) -> None:
-    """memory-fusion: a value stored and loaded back at the same address in one kernel is an intermediate round trip
-    through memory. Same address = the same pointer expression once single-assigned locals are substituted
-    (hashed bottom-up, so chains of any length cost linear time). The run-time check (rules.py) sees the rest."""
-    from agent.harness.pointers import PointerKeys
-
-    for k in kernels:
-        keys = PointerKeys(k, c.tick)
-        stores: list[tuple[ast.Call, int]] = []
-        for node in ast.walk(k):
-            if isinstance(node, ast.Call):
-                fn = dotted(node.func, c.aliases)
-                if fn in (f"{_TL}.store", f"{_TL}.load", f"{_TL}.core.store", f"{_TL}.core.load"):
-                    ptr = node.args[0] if node.args else next((kw.value for kw in node.keywords if kw.arg == "pointer"), None)
-                    key = keys.key(ptr) if ptr is not None else None
-                    if key is None:
-                        continue
-                    if fn.endswith("store"):
-                        stores.append((node, key))
-                    else:
-                        hit = next((s for s, sk in stores if sk == key and _before(s, node)), None)
-                        if hit is not None:
-                            c.add(node, "stage-store-then-load", f"kernel `{k.name}` loads back the value it stored at "
-                                  f"line {hit.lineno} (same address): an intermediate round trip through memory — keep "
-                                  "it in registers")
-
-
-def _before(a: ast.AST, b: ast.AST) -> bool:
-    return (a.lineno, a.col_offset) < (b.lineno, b.col_offset)  # type: ignore[attr-defined]
-
-
 # ---------------------------------------------------------------- entry point
 
 
@@ -503,13 +432,13 @@ def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: flo
             c.add(node, "escape", message)
         for node, message in environ.environment_uses(tree, c.aliases):
             c.add(node, "import", message)
-        kernels = _kernels(tree, c.aliases)
+        kernels = kernelrules.kernels(tree, c.aliases)
         for k, line in hidden_sources(lines, kernels):
             c.add(k, "escape", f"kernel `{k.name}`'s decorators hold, at line {line}, a line Triton would take for "
                   "its `def`: the GPU would compile that text, not the checked function")
-        _kernels_present(c, kernels)
+        kernelrules.kernels_present(c, kernels)
         if stage_rules.forbid_store_then_load:
-            _store_then_load(c, kernels)
+            kernelrules.store_then_load(c, kernels)
     except (_TooSlow, RecursionError):
         return [Violation(line=1, rule="size", message=f"static analysis of this code takes over {time_cap_s:g} s of CPU time: "
                           "simplify it")]
