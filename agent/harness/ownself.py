@@ -42,8 +42,12 @@ def is_own_self(name: ast.Name) -> bool:
                                                                                       ast.ClassDef):
         return False
     params = [*fn.args.posonlyargs, *fn.args.args]
-    return (bool(params) and params[0].arg == name.id and all(_keeps_binding(d, fn) for d in fn.decorator_list)
-            and not _binds_in_scope(fn, name.id))
+    if not params or params[0].arg != name.id:
+        return False
+    memo = fn.__dict__.setdefault("_agent_own_self", {})  # one answer per method and name: reads repeat it
+    if name.id not in memo:
+        memo[name.id] = all(_keeps_binding(d, fn) for d in fn.decorator_list) and not _binds_in_scope(fn, name.id)
+    return bool(memo[name.id])
 
 
 def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
@@ -52,7 +56,15 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]
 
 
 def _binds_in_scope(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str) -> bool:
-    """Whether `fn`'s own scope (not a nested function's or class's) binds `name` other than as a parameter."""
+    """Whether `fn`'s own scope (not a nested function's or class's) binds `name` other than as a parameter (walked
+    once per function and name: every read inside asks again)."""
+    memo = fn.__dict__.setdefault("_agent_binds", {})
+    if name not in memo:
+        memo[name] = _walk_binds(fn, name)
+    return bool(memo[name])
+
+
+def _walk_binds(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, name: str) -> bool:
     todo: list[ast.AST] = list(fn.body) if isinstance(fn.body, list) else [fn.body]
     while todo:
         node = todo.pop()
@@ -146,9 +158,7 @@ def unbound_uses(tree: ast.Module, modules: set[str]) -> Iterator[tuple[ast.AST,
             continue
         # a class decorator or metaclass of the candidate's is handed the class itself, and may keep it
         for d in [*c.decorator_list, *(k.value for k in c.keywords if k.arg == "metaclass")]:
-            root = d.func if isinstance(d, ast.Call) else d
-            while isinstance(root, ast.Attribute):
-                root = root.value
+            root = chain_root(d.func if isinstance(d, ast.Call) else d)
             if isinstance(root, ast.Name) and root.id not in modules:
                 yield d, (f"class `{c.name}` handed to `{root.id}` of the candidate's (a decorator or metaclass): its "
                           "methods read `self._...` and could be called on another object")
