@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 
 from agent.harness.names import binds
+from agent.harness.ownself import SELF
 
-_SELF = {"self", "cls"}
 # How an nn.Module attribute is bound by a name computed at run time (past the assignments seen here), and the
 # tables behind them: a buffer registered under a name, then read as `self.name`, would be a tensor
 _REGISTERS = {"register_buffer", "register_parameter", "add_module", "register_module", "set_submodule"}
@@ -49,7 +49,7 @@ def own_instances(tree: ast.Module, own_classes: set[str]) -> tuple[set[str], se
             continue
         if isinstance(target, ast.Name):
             names.setdefault(target.id, set()).add(target)
-        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in _SELF:
+        elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id in SELF:
             ok_targets.add(target)
     attrs: dict[str, bool] = {}
     for node in ast.walk(tree):  # every binding of an attribute of that name, on any object (a for target too)
@@ -95,4 +95,4 @@ def is_own(value: ast.expr, own_names: set[str], own_attrs: set[str]) -> bool:
     if isinstance(value, ast.Name):
         return value.id in own_names
     return (isinstance(value, ast.Attribute) and value.attr in own_attrs and isinstance(value.value, ast.Name)
-            and value.value.id in _SELF)
+            and value.value.id in SELF)

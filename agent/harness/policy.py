@@ -32,13 +32,12 @@ from agent.harness.mainguard import skip_main_guards, skip_type_checking
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import builtin_uses, chain_root, dotted
 from agent.harness.owned import is_own, own_instances
-from agent.harness.ownself import is_own_self, unbound_uses
+from agent.harness.ownself import SELF, is_own_self, unbound_uses
 from agent.harness.reach import Reach
 from agent.schema import StageRules
 
 _TL = "triton.language"
 _ROOTS = {"torch", "triton"}
-_SELF = {"self", "cls"}
 MAX_CODE_BYTES = 256 * 1024
 TIME_CAP_S = 5.0
 _FORMAT_DUNDER = re.compile(r"\{[^{}]*__\w*")  # "{0.__class__}".format(x): attribute access inside a string
@@ -228,7 +227,7 @@ class _Checker:
             return
         root = chain_root(node)
         own = isinstance(root, ast.Name) and node.value is root and (root.id in self.own_classes or
-                                                                     root.id in _SELF and is_own_self(root))
+                                                                     root.id in SELF and is_own_self(root))
         # an own instance held by a name or by self (red7's self: a method's own first parameter, never a name)
         own = own or name.startswith("_") and is_own(node.value, *self.owned()) and not (
             isinstance(node.value, ast.Attribute) and isinstance(node.value.value, ast.Name)
