@@ -32,6 +32,47 @@ def rel_error(out: Any, truth: Any) -> float:
     return float(diff.max()) / scale
 
 
+SHAKES = 3  # eager calls on ulp-shaken inputs per trial: one lucky draw in 3-4 gave a numerically-zero output exactly
+
+
+def shaken(inputs: list[Any], seed: int) -> list[Any]:
+    """The inputs with every float element moved by one ulp, up or down at random (integer inputs as they are).
+
+    Eager's error on one draw is a poor base for an output that is numerically zero (KernelBench #23: the mean of a
+    group norm's output): its rounding noise varies by orders of magnitude between draws and is exactly 0 on some, so
+    an honest answer computed in another order failed at ~500x eager's lucky 2e-19. Any fp32 implementation has to
+    round its inputs and intermediates at this level, so eager's error on the shaken inputs is noise the candidate
+    cannot be blamed for either; on a well-conditioned output it stays ~1e-7 and the tolerance floor still rules."""
+    import torch
+
+    from agent.harness.inputs import is_float
+
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for x in inputs:
+        if not is_float(x):
+            out.append(x)
+            continue
+        up = torch.randint(0, 2, x.shape, generator=g, dtype=torch.bool).to(x.device)
+        out.append(torch.nextafter(x, torch.where(up, torch.inf, -torch.inf).to(x.dtype)))
+    return out
+
+
+def eager_errors(model: Any, inputs: list[Any], out32: list[Any], truth: list[Any], seed: int) -> list[float]:
+    """Per output: eager fp32's worst relative error against the truth, on the inputs (`out32`, already computed,
+    perhaps traced) and on SHAKES ulp-shaken copies of them (`shaken`)."""
+    import torch
+
+    from agent.harness.inputs import flatten
+
+    errors = [rel_error(o, t) for o, t in zip(out32, truth)]
+    for k in range(SHAKES):
+        with torch.no_grad():
+            _, again = flatten(model(*shaken(inputs, seed * 7919 + k)))
+        errors = [max(e, rel_error(o, t)) for e, o, t in zip(errors, again, truth)]
+    return errors
+
+
 def errors_vs_fp64(model: Any, forwards: list[Any], inputs: list[Any]) -> list[float]:
     """Each forward's worst relative error against `model` run in fp64 on the same inputs (the reference's truth)."""
     import copy

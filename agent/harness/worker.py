@@ -2,8 +2,9 @@
 
 Modes (see job.py):
 - reference: the problem's own Model only (candidate code is never imported here): per trial the parent chose, the
-  fp64 truth, the fp32 eager error under default flags, digests of the inputs, and for traced trials the PyTorch
-  operators the Model runs; then the truths of the timing pool.
+  fp64 truth, the fp32 eager error under default flags (its worst over the drawn inputs and ulp-shaken copies),
+  digests of the inputs, and for traced trials the PyTorch operators the Model runs; then the truths of the timing
+  pool.
 - evaluate: the candidate's ModelNew on the same trials (same seeds, same weights), outputs to a tensor file, what
   every call launched and (traced trials) wrote and ran; then, if asked, timing at the first size.
 - baseline: eager and torch.compile timing of the problem's Model (no candidate), timed the same way.
@@ -52,7 +53,7 @@ def _reference(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
 
     from agent.harness.trace import Tracker
     from agent.harness.trusted import Trusted
-    from agent.harness.validate import rel_error
+    from agent.harness.validate import eager_errors, rel_error
 
     result.phase = "reference"
     gpu.take("shared", result, job)
@@ -83,7 +84,7 @@ def _reference(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
             _deterministic(truth, truth_of(trial.size, inputs), rel_error)
         record = trial_record(trial, job, inputs, kind, out32)
         record.input_digests, record.trace = digests, trace
-        record.eager_errors = [rel_error(o, t) for o, t in zip(out32, truth)]
+        record.eager_errors = eager_errors(models[trial.size], inputs, out32, truth, trial.seed)
         record.eager_error = max(record.eager_errors)
         result.trials.append(record)
         truths.append(truth)

@@ -1,0 +1,50 @@
+"""The base of each output's tolerance: eager fp32's error against the fp64 truth, taken as its rounding noise (the
+drawn inputs and ulp-shaken copies of them), not one draw's luck."""
+
+from __future__ import annotations
+
+import torch
+
+from agent.harness.validate import SHAKES, eager_errors, rel_error, shaken
+
+
+class Cancels(torch.nn.Module):
+    """Numerically zero: the same sum taken in two orders (KernelBench #23's group-norm mean has the same shape)."""
+
+    def forward(self, x):
+        return (x.sum() - x.flip(0).cumsum(0)[-1]).reshape(1), x * 2.0
+
+
+def truth_and_fp32(model, inputs):
+    with torch.no_grad():
+        truth = [t.double() for t in model(*[x.double() for x in inputs])]
+        return truth, list(model(*inputs))
+
+
+def test_shaken_moves_every_float_by_one_ulp_either_way_and_leaves_integers_alone():
+    x, n = torch.randn(4096), torch.arange(5)
+    a, m = shaken([x, n], seed=3)
+    up, down = torch.nextafter(x, torch.tensor(torch.inf)), torch.nextafter(x, torch.tensor(-torch.inf))
+    assert torch.equal(m, n) and bool(((a == up) | (a == down)).all())
+    assert 0.4 < float((a == up).float().mean()) < 0.6
+    assert torch.equal(shaken([x, n], seed=3)[0], a) and not torch.equal(shaken([x, n], seed=4)[0], a)
+
+
+def test_a_numerically_zero_output_gets_eagers_rounding_noise_even_where_its_own_draw_is_exact():
+    k = torch.randint(-4096, 4096, (20000,), generator=torch.Generator().manual_seed(0))
+    model, inputs = Cancels(), [k.float() / 1024]  # multiples of 2^-10 whose partial sums stay exact in any order
+    truth, out32 = truth_and_fp32(model, inputs)
+    assert rel_error(out32[0], truth[0]) == 0.0  # the lucky draw: eager exact, an honest answer in another order isn't
+    errors = eager_errors(model, inputs, out32, truth, seed=1)
+    assert errors[0] > 1.0  # no correct digit: the noise the candidate cannot be blamed for
+    assert errors[1] < 1e-6  # the well-conditioned output keeps its own, tight base
+
+
+def test_a_well_conditioned_output_keeps_a_tight_base():
+    model = torch.nn.Linear(64, 8).eval()
+    inputs = [torch.randn(32, 64)]
+    with torch.no_grad():
+        truth = [model.double()(inputs[0].double()).float().double()]
+        model.float()
+        out32 = [model(inputs[0])]
+    assert SHAKES >= 2 and eager_errors(model, inputs, out32, truth, seed=0)[0] < 1e-5
