@@ -24,6 +24,11 @@ complete KernelBench-style ModelNew file:
   with coalesced channel vectors, as a split reduction (partials per (n, c), then a small combine kernel) where the
   images and channel blocks are too few for the GPU. First wherever the diagnosis finds the forward's time outside
   its kernels (remedy `library-layout`), and in the memory-fusion stage before any profile.
+- `pool` / `pool_fused` (a max-pool with non-overlapping windows before the mean, KernelBench #8 and #96; the only
+  families for such a plan): each window's maximum taken as the producer's output is read and summed for the mean,
+  the pooled tensor never written; `pool_fused` (an nn.ConvTranspose3d whose stride divides the window) computes the
+  transposed conv window by window in the kernel, generating only the taps that reach each window element, so the
+  conv output is never written either. First where it applies.
 
 What to try first follows the metrics (a grid small against the SM count or few warps active: more
 programs; DRAM near peak: meta-parameter search around the current best); every answer's first line says
@@ -252,6 +257,14 @@ class OfflineProposer:
                         f"tensor-core products, fp32-accurate), bias and epilogue per element, the mean in registers: "
                         f"the {mb:.0f} MB conv output is never written or read; {v.split} programs per (n, channels) "
                         "+ a combine kernel")
+            elif v.family == "pool":
+                what = (f"the max-pool's window maxima and their mean in one pass over the conv output (the pooled "
+                        f"tensor never written), {v.split} programs per (n, c) row + a combine kernel")
+            elif v.family == "pool_fused":
+                mb = plan.mid_bytes / 1e6
+                what = (f"{plan.producer_kind} computed in the kernel window by window inside the max-pool: the "
+                        f"{mb:.0f} MB conv output is never written or read; only the taps that reach each window "
+                        "element are generated")
             else:
                 what = v.family
             return f"{figures}: {what} ({v.params()})"
@@ -276,8 +289,11 @@ class OfflineProposer:
         # the conv's output round trip is most of these forwards: computing the conv in the kernel removes it
         short_k = plan.conv_k is not None and plan.conv_k <= FUSED_MAX_K
         order_of = ["fused", *order_of] if short_k else [*order_of, "fused"]
+        # a max-pool before the mean: only the window families read it; the conv in the kernel first (its output,
+        # written and read back, is what the forward spends its bytes on)
+        order_of = ["pool_fused", "pool", *order_of]
         primary = sorted([f for f in order_of if f in families], key=self._broken)
-        splits = {"split": split_s, "atomic": split_s, "nhwc": nhwc_split(plan.batch, plan.channels, sms),
+        splits = {"split": split_s, "atomic": split_s, "pool": split_s, "nhwc": nhwc_split(plan.batch, plan.channels, sms),
                   "fused": fused_split(plan.batch, plan.channels, sms)}
         anchors = {f: Variant(family=f, **{**ANCHORS[f], **({"split": splits[f]} if f in splits else {})})
                    for f in primary}
@@ -298,7 +314,10 @@ class OfflineProposer:
         return _interleave(ok) + _interleave(broken)
 
     def _families(self, plan: Plan) -> list[Family]:
-        """The GAP families this plan allows (atomics only where the epilogue is a pure scale)."""
+        """The GAP families this plan allows (atomics only where the epilogue is a pure scale; a max-pool before the
+        mean: the window families only)."""
+        if plan.window is not None:
+            return ["pool", "pool_fused"] if plan.window_fused else ["pool"]
         scale_only = all(op.operand is not None and _ops()["binary"][op.name]["scale"] for op in plan.post)
         families: list[Family] = ["row", "split", "persistent"]
         return (families + (["atomic"] if scale_only else []) + (["nhwc"] if plan.conv_fn else [])

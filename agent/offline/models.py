@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Family = Literal["row", "split", "atomic", "persistent", "algebraic", "nhwc", "fused"]
+Family = Literal["row", "split", "atomic", "persistent", "algebraic", "nhwc", "fused", "pool", "pool_fused"]
 
 
 class Unsupported(Exception):
@@ -44,7 +44,12 @@ class Plan(_Model):
     init_source: str = Field(description="Model.__init__ as ModelNew's (same signature, same parameters)")
     producer: list[str] = Field(description="module attributes ModelNew.forward still calls in PyTorch, in order")
     producer_kind: str
-    pre: list[Op] = Field(description="per-element ops before the reduction (up to the last non-affine one)")
+    pre: list[Op] = Field(description="per-element ops before the reduction (up to the last non-affine one); with a "
+                          "window, before its max")
+    window: list[int] | None = Field(default=None, description="a max-pool before the mean: its window per spatial "
+                                     "dim (stride = window, no padding, floor), as KernelBench #8 and #96 have")
+    pooled: list[Op] = Field(default_factory=list, description="per-element ops on the window maxima, before the mean "
+                             "(up to the last non-affine one)")
     post: list[Op] = Field(description="per-row ops after the mean (affine pre ops are moved here)")
     operands: list[Operand]
     rowwise: RowTail | None = Field(default=None, description="the reduction over the channels after the pool, if any")
@@ -64,6 +69,9 @@ class Plan(_Model):
     conv_k: int | None = Field(default=None, description="the convolution's reduction length (in channels x kernel "
                                "height x width) where the `fused` family can compute it in the kernel: an nn.Conv2d "
                                "with groups 1 and zero padding")
+    window_fused: bool = Field(default=False, description="the `pool_fused` family applies: an nn.ConvTranspose3d "
+                               "(groups 1, dilation 1, no output padding, one kernel size, stride and padding for all "
+                               "dims) whose stride divides the max-pool's window (the same for all dims)")
 
     @property
     def rows(self) -> int:
@@ -79,7 +87,8 @@ class Variant(_Model):
     stages: int
     split: int = Field(default=1, description="split/atomic: programs per row; persistent: programs per SM; "
                                               "algebraic: input columns per tile; nhwc: programs per (n, channel "
-                                              "block), 1: one launch; fused: programs per (n, channel block)")
+                                              "block), 1: one launch; fused: programs per (n, channel block); "
+                                              "pool: programs per (n, c) row")
 
     @property
     def key(self) -> tuple:
@@ -97,6 +106,8 @@ class Variant(_Model):
         lead = {"split": f"{self.split} programs/row, ", "atomic": f"{self.split} programs/row, ",
                 "persistent": f"{self.split} programs/SM, ",
                 "nhwc": f"channels-last conv, bias in the epilogue, {self.split} programs per (n, channels), ",
-                "fused": f"conv in the kernel (implicit GEMM, 3xTF32), {self.split} programs per (n, channels), "}.get(
+                "fused": f"conv in the kernel (implicit GEMM, 3xTF32), {self.split} programs per (n, channels), ",
+                "pool": f"window max + mean in one pass, {self.split} programs/row, ",
+                "pool_fused": "transposed conv + window max + mean in one kernel, "}.get(
             self.family, "")
         return f"{lead}BLOCK {self.block}, {rest}"

@@ -22,8 +22,8 @@ def _resolve(dotted: str) -> Any:
 
 @functools.cache
 def _function_table() -> dict[int, tuple[str, str]]:
-    """id(torch callable) -> (category, op name), categories: binary, unary, mean, pool, reshape, and reduce (a
-    reduction the tail after the pool may apply over the channels)."""
+    """id(torch callable) -> (category, op name), categories: binary, unary, clamp, mean, pool, reshape, window (a max-pool
+    before the mean) and reduce (a reduction the tail after the pool may apply over the channels)."""
     ops = _ops()
     table: dict[int, tuple[str, str]] = {}
     for cat in ("binary", "unary"):
@@ -32,8 +32,10 @@ def _function_table() -> dict[int, tuple[str, str]]:
                 table[id(_resolve(f))] = (cat, name)
     for name, spec in ops["channel_reduce"].items():
         table.update({id(_resolve(f)): ("reduce", name) for f in spec["functions"]})
+    table.update({id(_resolve(f)): ("clamp", "clamp") for f in ops["clamp"]["functions"]})
     red = ops["reduce"]
-    for cat, key in (("mean", "mean_functions"), ("pool", "pool_functions"), ("reshape", "reshape_functions")):
+    for cat, key in (("mean", "mean_functions"), ("pool", "pool_functions"), ("reshape", "reshape_functions"),
+                     ("window", "window_functions")):
         for f in red[key]:
             table[id(_resolve(f))] = (cat, f)
     return table
@@ -43,6 +45,7 @@ def _method_table() -> dict[str, tuple[str, str]]:
     ops = _ops()
     table = {m: (cat, name) for cat in ("binary", "unary") for name, spec in ops[cat].items() for m in spec.get("methods", [])}
     table.update({m: ("reduce", name) for name, spec in ops["channel_reduce"].items() for m in spec["methods"]})
+    table.update({m: ("clamp", "clamp") for m in ops["clamp"]["methods"]})
     table.update({m: ("mean", m) for m in ops["reduce"]["mean_methods"]})
     table.update({m: ("reshape", m) for m in ops["reduce"]["reshape_methods"]})
     return table
@@ -53,4 +56,5 @@ def _module_table() -> dict[str, tuple[str, str]]:
     table = {m: ("unary", name) for name, spec in ops["unary"].items() for m in spec.get("modules", [])}
     table.update({m: ("pool", m) for m in ops["reduce"]["pool_modules"]})
     table.update({m: ("reshape", m) for m in ops["reduce"]["reshape_modules"]})
+    table.update({m: ("window", m) for m in ops["reduce"]["window_modules"]})
     return table

@@ -32,6 +32,10 @@ SPACE: dict[str, dict[str, list[Any]]] = {
     "nhwc": {"block": [1024, 2048, 4096, 8192], "warps": [4, 8], "stages": [1, 2, 3], "split": [1, 4, 16, 32, 64]},
     # fused: block = output positions per tile, split = programs per (n, channel block of up to 64)
     "fused": {"block": [64, 128, 256], "warps": [4, 8], "stages": [1, 2, 3], "split": [2, 4, 8, 16, 32, 64]},
+    # pool: block = pooled positions per step, split = programs per (n, c) row
+    "pool": {"block": [256, 512, 1024, 2048], "warps": [4, 8], "stages": [1, 2], "split": [1, 2, 4, 8, 16, 32]},
+    # pool_fused: block = pooled positions per program (x all channels)
+    "pool_fused": {"block": [32, 64, 128], "warps": [2, 4, 8], "stages": [1, 2], "split": [1]},
 }
 ANCHORS: dict[str, dict[str, int]] = {
     "row": {"block": 2048, "warps": 4, "stages": 2, "split": 1},  # near the plain kernel that reached 91 % DRAM
@@ -47,6 +51,10 @@ ANCHORS: dict[str, dict[str, int]] = {
     # KernelBench #67 on an H200 (3.87 ms; 2 stages 5.7-6.0 ms, 246 -> 255 registers and spills; 8 warps 5.6 ms;
     # bench/results/fused_h200); the split is chosen from the grid (fused_split)
     "fused": {"block": 128, "warps": 4, "stages": 1, "split": 64},
+    # the split is chosen from the rows, as for `split`
+    "pool": {"block": 1024, "warps": 4, "stages": 1, "split": 4},
+    # 64 pooled positions x 16 channels: the shape of bench/candidates/kb96_fused_convt3d.py (not yet timed on a GPU)
+    "pool_fused": {"block": 64, "warps": 4, "stages": 1, "split": 1},
 }
 # The fused family computes a convolution with fp32-accurate tensor-core products (3xTF32): worth it where the conv's
 # output is large against its arithmetic, i.e. its reduction length Cin*KH*KW is short; beyond this it is tried last.
@@ -165,7 +173,7 @@ def _change(old: Variant, new: Variant) -> str:
              "warps": "warps", "stages": "stages",
              "split": {"split": "programs/row", "atomic": "programs/row", "persistent": "programs/SM",
                        "algebraic": "tile cols", "row": "split", "nhwc": "programs/(n, channels)",
-                       "fused": "programs/(n, channels)"}[new.family]}
+                       "fused": "programs/(n, channels)", "pool": "programs/row", "pool_fused": "split"}[new.family]}
     moved = [f"{names[k]} {getattr(old, k)}→{getattr(new, k)}" for k in ("split", "block", "warps", "stages")
              if getattr(old, k) != getattr(new, k)]
     return (", ".join(moved) or "same") + f" ({new.params()})"

@@ -66,8 +66,9 @@ _ARITH = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", 
 
 
 def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one branch per node kind)
-    """The chain producer -> per-element ops -> means/pools -> per-row ops -> [a reduction over the channels ->
-    per-batch-row ops] -> views (PyTorch, shape only), or Unsupported.
+    """The chain producer -> per-element ops -> [a max-pool of tiling windows -> per-element ops] -> means/pools ->
+    per-row ops -> [a reduction over the channels -> per-batch-row ops] -> views (PyTorch, shape only), or
+    Unsupported.
 
     Long (~230 lines) on purpose: one pass over the fx graph, one branch per node kind, all updating the same few
     pieces of state (layout, shapes, the op list); split into helpers, that state would travel through each."""
@@ -91,6 +92,7 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
     reduction: str | None = None  # the tail's reduction over the channels (a key of ops.toml's [channel_reduce])
     pooled_shape: tuple[int, ...] | None = None  # the pooled value it reduces (what the GAP kernel returns)
     values_of: str | None = None  # torch.max/min with a dim just returned (values, indices)
+    window: list[int] | None = None  # a max-pool before the mean (Plan.window)
 
     def reduced() -> bool:
         return layout is not None and not any(d >= 2 for d in layout)
@@ -189,6 +191,9 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
                 size = tuple(wanted) if isinstance(wanted, (tuple, list)) else (wanted,)
         elif node.op == "call_method":
             cat, name = methods.get(node.target, ("", ""))
+        if cat == "clamp":  # clamp(x, lo, hi): clamp_min then clamp_max, each with a scalar bound
+            pairs = _clamp_bounds(node, args, cur)
+            cat, name = "binary", "clamp"
         if nc is None:
             s = _shape(cur)
             if not s or len(s) < 3:
@@ -224,10 +229,19 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
             raise Unsupported(f"{name} before the global average pool")
         if cat in ("binary", "unary") and layout is not None and not reduced():
             raise Unsupported(f"{name} between partial reductions")
+        if cat == "window":
+            if layout is not None or window is not None or reduction:
+                raise Unsupported(f"{_what(node, name)} after a mean or another max-pool")
+            assert mid_shape is not None
+            window = _window(node, args, gm, len(mid_shape) - 2, int(name[-2]))
+            cur = node
+            continue
         if cat in ("binary", "unary") and reduction and _shape(node) != _shape(cur):
             raise Unsupported(f"{name} broadcasts the value reduced over the channels to {_shape(node)}")
-        phase = "final" if reduction else "post" if reduced() else "pre"
-        if cat == "binary":
+        phase = "final" if reduction else "post" if reduced() else "pooled" if window else "pre"
+        if cat == "binary" and name == "clamp":
+            ops.extend((phase, Op(name=op, operand=operand(bound))) for op, bound in pairs)
+        elif cat == "binary":
             spec = _ops()["binary"][name]
             if any(k != "other" for k in node.kwargs):
                 raise Unsupported(f"{name} with {node.kwargs}")
@@ -284,10 +298,14 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
 
     binary = _ops()["binary"]
     pre = [op for phase, op in ops if phase == "pre"]
+    pooled = [op for phase, op in ops if phase == "pooled"]
     post = [op for phase, op in ops if phase == "post"]
-    # Affine ops commute with the mean: move the trailing ones of `pre` after the reduction.
-    cut = max((i + 1 for i, op in enumerate(pre) if not binary.get(op.name, {}).get("affine", False)), default=0)
-    pre, post = pre[:cut], pre[cut:] + post
+    # Affine ops commute with the mean: move the trailing ones of the last per-element list after the reduction
+    # (those before a window's max stay: a max does not commute with a negative scale).
+    last = pooled if window else pre
+    cut = max((i + 1 for i, op in enumerate(last) if not binary.get(op.name, {}).get("affine", False)), default=0)
+    last, post = last[:cut], last[cut:] + post
+    pre, pooled = (pre, last) if window else (last, pooled)
 
     conv = gm.get_submodule(producer[0]) if len(producer) == 1 else None
     algebraic = (
@@ -300,11 +318,18 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
     conv_k = None
     if conv is not None and conv_fn == "conv2d" and getattr(conv, "groups", 0) == 1 and x.dim() == 4:
         conv_k = math.prod(conv.weight.shape[1:])
+    window_fused = (
+        window is not None and conv is not None and type(conv).__name__ == "ConvTranspose3d" and x.dim() == 5
+        and getattr(conv, "groups", 0) == 1 and getattr(conv, "padding_mode", "") == "zeros"
+        and all(d == 1 for d in conv.dilation) and not any(conv.output_padding)
+        and len({*conv.kernel_size}) == len({*conv.stride}) == len({*conv.padding}) == len({*window}) == 1
+        and window[0] % conv.stride[0] == 0
+    )
     itemsize = torch.empty((), dtype=x.dtype, device="meta").element_size()
     assert mid_shape is not None and nc is not None
     return Plan(
         init_source="", producer=producer, producer_kind=producer_kind, pre=pre, post=post, operands=operands,
-        rowwise=rowwise, tail=tail, out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1],
+        window=window, pooled=pooled, window_fused=window_fused, rowwise=rowwise, tail=tail, out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1],
         length=math.prod(mid_shape[2:]),
         in_bytes=x.numel() * itemsize, mid_bytes=math.prod(mid_shape) * itemsize, algebraic=algebraic,
         conv_fn=conv_fn, conv_bias=conv_fn is not None and getattr(conv, "bias", None) is not None, conv_k=conv_k,
@@ -320,6 +345,45 @@ def _reduce(layout: list[int], dims: list[int], keep: bool) -> list[int]:
     if keep:
         return [(-1 if i in dims else d) for i, d in enumerate(layout)]
     return [d for i, d in enumerate(layout) if i not in dims]
+
+
+def _window(node, args: list, gm, spatial: int, dims: int) -> list[int]:
+    """A max-pool's window per spatial dim, where it tiles them: stride = window, no padding, dilation 1, floor."""
+    if node.op == "call_module":
+        mod = gm.get_submodule(node.target)
+        k, stride, pad, dil = mod.kernel_size, mod.stride, mod.padding, mod.dilation
+        ceil, indices = mod.ceil_mode, mod.return_indices
+    else:
+        names = ["kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices"]
+        given = {**dict(zip(names, args[1:])), **node.kwargs}
+        k, stride, pad = given.get("kernel_size"), given.get("stride"), given.get("padding", 0)
+        dil, ceil, indices = given.get("dilation", 1), given.get("ceil_mode", False), given.get("return_indices", False)
+
+    def per_dim(v) -> list:
+        return list(v) if isinstance(v, (tuple, list)) else [v] * dims
+
+    if dims != spatial:
+        raise Unsupported(f"a {dims}D max-pool of a tensor with {spatial} spatial dims")
+    window = per_dim(k)
+    if stride in (None, [], ()):
+        stride = window
+    if not all(isinstance(v, int) for v in window + per_dim(stride) + per_dim(pad) + per_dim(dil)):
+        raise Unsupported("a max-pool whose window, stride, padding or dilation is not a number")
+    if per_dim(stride) != window or any(per_dim(pad)) or any(d != 1 for d in per_dim(dil)) or ceil or indices:
+        raise Unsupported("a max-pool other than non-overlapping windows (stride = window, no padding, dilation 1, "
+                          "floor, no indices)")
+    return window
+
+
+def _clamp_bounds(node, args: list, cur) -> list[tuple[str, Any]]:
+    """torch.clamp(x, min, max) / x.clamp(min, max) as [(clamp_min, lo), (clamp_max, hi)] (a None bound left out)."""
+    given = {**dict(zip(["min", "max"], args[1:])), **node.kwargs}
+    if args[0] is not cur or len(args) > 3 or set(node.kwargs) - {"min", "max"}:
+        raise Unsupported(f"clamp with arguments {args[1:]} {node.kwargs}")
+    pairs = [(op, given.get(key)) for op, key in (("clamp_min", "min"), ("clamp_max", "max"))]
+    if any(b is not None and (isinstance(b, bool) or not isinstance(b, (int, float))) for _, b in pairs):
+        raise Unsupported(f"clamp with bounds that are not numbers: {given}")
+    return [(op, b) for op, b in pairs if b is not None]
 
 
 def _reduce_dims(node, args: list, label: str) -> tuple[list[int], bool]:

@@ -19,6 +19,8 @@ TEMPLATES = {
     "algebraic": "convt2d_gap.py.j2",
     "nhwc": "gap_nhwc.py.j2",
     "fused": "conv2d_gap_fused.py.j2",
+    "pool": "gap_window.py.j2",
+    "pool_fused": "convt3d_window_gap.py.j2",
 }
 
 
@@ -68,12 +70,20 @@ def _env():
 def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
     """The complete ModelNew file for one variant."""
     fam = variant.family
-    if fam in ("nhwc", "fused"):
-        plan = bias_folded(plan)
-    where = {"algebraic": "co", "nhwc": "cs", "fused": "cs"}.get(fam, "c")  # per-channel operands: per row, or a vector
+    if (plan.window is not None) != (fam in ("pool", "pool_fused")):
+        raise ValueError(f"the {fam} family does not render a plan {'with' if plan.window else 'without'} a max-pool")
+    if fam in ("nhwc", "fused", "pool_fused"):
+        plan = bias_folded(plan)  # pool_fused: a per-channel constant commutes with the window's max and the mean
+    # per-channel operands: per row, or a vector
+    where = {"algebraic": "co", "nhwc": "cs", "fused": "cs", "pool_fused": "cs"}.get(fam, "c")
     pre, post = _kernel_ctx(plan, plan.pre, where, "v"), _kernel_ctx(plan, plan.post, where, "r")
-    two = fam in ("split", "fused") or (fam == "nhwc" and variant.split > 1)  # partials, then a combine kernel
-    if two:
+    # partials, then a combine kernel
+    two = fam in ("split", "fused", "pool", "pool_fused") or (fam == "nhwc" and variant.split > 1)
+    if plan.window is not None:  # ops before the window's max and after it, both in the partial kernel
+        both = _kernel_ctx(plan, plan.pre + plan.pooled, where, "v")
+        k = {**both, "pre": pre["ops"], "pooled": _kernel_ctx(plan, plan.pooled, where, "v")["ops"], "post": []}
+        k2 = {**post, "pre": [], "post": post["ops"]}
+    elif two:
         # the partial kernel applies the per-element ops, the combine kernel the per-row ones
         k, k2 = {**pre, "pre": pre["ops"], "post": []}, {**post, "pre": [], "post": post["ops"]}
     else:
@@ -102,6 +112,15 @@ def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
         doc = (f"{plan.producer_kind} (PyTorch, channels-last, without its bias) -> bias + epilogue + global average "
                f"pool fused in Triton "
                f"({'split reduction' if variant.split > 1 else 'two launches' if two else 'one launch'}).")
+    elif fam == "pool_fused":
+        call = f"gap(x, self.{plan.producer[0]}{operand_exprs})"
+        doc = (f"{plan.producer_kind} computed in Triton window by window inside the max-pool, with the bias and the "
+               "epilogue, and summed for the global average pool in the same kernel: neither the conv output nor the "
+               "pooled tensor is written; a combine kernel after.")
+    elif fam == "pool":
+        call, producer = f"gap(x{operand_exprs})", plan.producer
+        doc = (f"{plan.producer_kind} (PyTorch) -> epilogue, max-pool and global average pool fused in Triton (one "
+               "pass over the conv output, the pooled tensor never written).")
     elif fam == "fused":
         call = f"gap(x, self.{plan.producer[0]}{operand_exprs})"
         doc = (f"{plan.producer_kind} computed in Triton (implicit GEMM, 3xTF32) with the bias, the epilogue and the "
@@ -151,4 +170,8 @@ def _wrapper_doc(plan: Plan, v: Variant) -> str:
         "fused": f"{plan.producer_kind}(x) with its bias and the epilogue, averaged over its positions without writing "
                  f"it: up to {v.split} programs per (n, channel block) over tiles of {v.block} positions, then a "
                  "combine kernel.",
+        "pool": f"Mean over the max-pool windows of x (N, C, ...): {v.split} programs per (n, c) row, each window's "
+                "maximum taken as it is read, then a combine kernel.",
+        "pool_fused": f"{plan.producer_kind}(x) window by window inside the max-pool, each window's maximum summed "
+                      f"for the mean: one program per (n, tile of {v.block} pooled positions), then a combine kernel.",
     }[v.family]
