@@ -200,6 +200,8 @@ class _Session:
                buffers: dict[int, list[Any]]) -> None:
         import torch
 
+        from agent.harness.trace import module_weights
+
         job, trusted, tracker, s = self.job, self.trusted, self.tracker, trial.size
         if s not in models:
             self.phase = "build"
@@ -222,6 +224,7 @@ class _Session:
             refill(warm, trial.seed + 7, job.device, trusted.normal_, trusted.generator)
             with torch.no_grad():
                 models[s](*warm)
+        tracker.weights = module_weights(models[s], torch)  # the weights a traced call may fold after a launch
         tracker.begin(trial.trace, inputs)
         with torch.no_grad(), (tracker.dispatch_mode() if trial.trace else contextlib.nullcontext()):
             out = models[s](*inputs)
@@ -237,8 +240,10 @@ class _Session:
         import torch
 
         from agent.harness.timing import Bench
+        from agent.harness.trace import module_weights
 
         self.passes.index = 0
+        self.tracker.weights = module_weights(model, torch)
         bench = Bench(lambda: model(*inputs), inputs, self.job.plan, self.job.timing, self.trusted, self.tracker)
         try:
             with torch.no_grad():
