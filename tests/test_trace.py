@@ -199,34 +199,6 @@ def test_a_weight_whose_bytes_are_those_the_call_began_with_is_not_the_data_afte
     assert ops["exp"]["data_bytes"] == 6 * 4
 
 
-def test_module_weights_are_read_from_the_instances_without_running_the_candidates_code():
-    got = run('''
-        from agent.harness.trace import module_weights
-
-        class Head(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.w = torch.nn.Parameter(torch.ones(3))
-                self.register_buffer("b", torch.zeros(2))
-
-        class Net(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.head = Head()
-                self.again = self.head                 # the same module twice: its weights once
-                self.scale = torch.nn.Parameter(torch.ones(1))
-
-            def parameters(self, recurse=True):
-                raise RuntimeError("the candidate's parameters() ran")
-
-            def named_modules(self, *args, **kwargs):
-                raise RuntimeError("the candidate's named_modules() ran")
-
-        print(json.dumps(sorted(t.numel() for t in module_weights(Net(), torch))))
-    ''')
-    assert got == [1, 2, 3]
-
-
 def test_tracing_keeps_nothing_of_the_forward_alive():
     """A forward that frees scratch and allocates again gets the same block back in a call nobody records; it must in
     a recorded one too (else the block that does not come back says the call is checked). A buffer the allocator

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agent.harness.inputs import build, copy_matching_weights, flatten, make_inputs, refill, weights
+from agent.harness.inputs import build, copy_matching_weights, flatten, make_inputs, module_weights, refill, weights
 from agent.harness.job import TrialRecord, TrialSpec, WorkerJob, WorkerResult
 from agent.harness.trusted import restore_speed_flags, speed_flags
 from agent.harness.workerio import (
@@ -200,8 +200,6 @@ class _Session:
                buffers: dict[int, list[Any]]) -> None:
         import torch
 
-        from agent.harness.trace import module_weights
-
         job, trusted, tracker, s = self.job, self.trusted, self.tracker, trial.size
         if s not in models:
             self.phase = "build"
@@ -240,7 +238,6 @@ class _Session:
         import torch
 
         from agent.harness.timing import Bench
-        from agent.harness.trace import module_weights
 
         self.passes.index = 0
         self.tracker.weights = module_weights(model, torch)

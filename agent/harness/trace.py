@@ -104,28 +104,6 @@ def watches_the_gpu(func: Any, args: Any, kwargs: dict) -> str | None:
     return None
 
 
-def module_weights(model: Any, torch: Any) -> list[Any]:
-    """A module's parameters and buffers, its submodules' too, read from the instances' own dictionaries: none of
-    the candidate's code runs (its class may override parameters(), named_modules() or __getattr__)."""
-    out: list[Any] = []
-    seen: set[int] = set()
-    stack = [model]
-    while stack:
-        m = stack.pop()
-        if id(m) in seen:
-            continue
-        seen.add(id(m))
-        d = object.__getattribute__(m, "__dict__")
-        for name in ("_parameters", "_buffers"):
-            table = d.get(name)
-            if type(table) is dict:
-                out += [t for t in dict.values(table) if type(t) in (torch.Tensor, torch.nn.Parameter)]
-        mods = d.get("_modules")
-        if type(mods) is dict:
-            stack += [c for c in dict.values(mods) if issubclass(type(c), torch.nn.Module)]
-    return out
-
-
 class Tracker:
     """Counts and (when tracing) records Triton launches and PyTorch operators, per forward call."""
 
