@@ -198,7 +198,22 @@ def _with_helpers(code: str, earlier: list[str]) -> str:
         if _bound_names(other) & missing:
             needed.insert(0, body)
             missing -= _bound_names(other)
+            # what the joined block needs from blocks above it: the names it reads that nothing else binds, and those
+            # it reads as it runs (a decorator's `triton`), which the final block's imports would bind too late
+            missing |= (_free_names(other) - _bound_names(tree)) | (_run_time_names(other) & _free_names(other))
     return _join([*needed, code]) if needed else code
+
+
+def _run_time_names(tree: ast.Module) -> set[str]:
+    """Names a module reads while it runs, not later inside its functions: decorators, defaults, class bases and
+    bodies, and its other top-level statements."""
+    nodes: list[ast.AST] = []
+    for n in tree.body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            nodes += [*n.decorator_list, *n.args.defaults, *(d for d in n.args.kw_defaults if d is not None)]
+        else:
+            nodes.append(n)
+    return {x.id for node in nodes for x in ast.walk(node) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)}
 
 
 def _without_sibling_imports(code: str, tree: ast.Module, elsewhere: set[str]) -> tuple[str, set[str]]:
