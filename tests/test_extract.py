@@ -173,3 +173,37 @@ def test_a_coding_declaration_for_anything_but_utf8_is_found():
                    "import torch\n# coding: utf-7\n",  # after code: not a declaration
                    "\n\n# coding: utf-7\n"):  # third line: not a declaration
         assert declared_encoding(honest) is None, honest
+
+
+def test_an_import_from_a_file_the_reply_writes_is_the_earlier_block_joined():
+    """A reply written as kernels.py and model_new.py: the second imports from the first (`from kernels import gap`,
+    or relative), a module nothing installed provides. The block that binds the names is joined, the import blanked."""
+    kernel = "import torch\n\ndef gap(x):\n    return x\n\nBLOCK = 256\n"
+    for spelled in ("from kernels import gap, BLOCK", "from .kernels import gap", "from pkg.kernels import (\n    gap,\n)"):
+        model = spelled + "\n\n" + CODE.replace("pass", "def forward(self, x):\n        return gap(x)")
+        code = extract_code("**kernels.py**\n" + fenced(kernel) + "**model_new.py**\n" + fenced(model))
+        assert code is not None and "def gap(x):" in code and "kernels import" not in code, spelled
+        compile(code, "candidate", "exec")
+
+
+def test_an_import_from_a_library_or_of_names_no_block_binds_stays():
+    kernel = "import torch\n\ndef gap(x):\n    return x\n"
+    for spelled in ("from torch import gap", "from kernels import gap, other", "from kernels import gap as g",
+                    "from kernels import *"):
+        model = spelled + "\n\n" + CODE
+        code = extract_code(fenced(kernel) + fenced(model))
+        assert code is not None and spelled in code and "def gap(x):" not in code, spelled
+
+
+def test_a_joined_block_brings_the_earlier_blocks_it_needs_as_it_runs():
+    """Step 1 the imports, step 2 the kernel (no imports of its own), step 3 ModelNew importing only torch: the
+    kernel's decorator reads `triton` as the module runs, so the imports block is joined too (was: NameError)."""
+    imports = "import torch\nimport triton\n"
+    kernel = "@triton.jit\ndef k(x):\n    pass\n\ndef gap(x):\n    return torch.empty(1)\n"
+    model = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return gap(x)\n"
+    code = extract_code(fenced(imports) + fenced(kernel) + fenced(model))
+    assert code is not None and code.index("import triton") < code.index("@triton.jit") < code.index("class ModelNew")
+    # a name the kernel block reads only inside its functions, which the final block binds, joins nothing more
+    draft = "import torch\n\ndef unrelated():\n    return 1\n"
+    code = extract_code(fenced(draft) + fenced(kernel.replace("@triton.jit\n", "")) + fenced(model))
+    assert code is not None and "unrelated" not in code and "def gap(x):" in code

@@ -185,6 +185,24 @@ def test_cudnn_benchmark_is_off_in_forward_and_refused_when_forward_sets_it():
     assert refused.verdict == Verdict.RULE_VIOLATION and "cudnn.benchmark: False -> True" in refused.message
 
 
+def test_tf32_off_at_import_is_undone_and_refused_when_forward_sets_it():
+    """TF32 turned off and cuDNN made deterministic at import (and the default matmul precision named) are put back
+    before forward runs: the calls are judged and timed under the defaults, as the baseline's are; set by forward,
+    the flag is still off when the flags are compared."""
+    flags = ("torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False\n"
+             "torch.backends.cudnn.deterministic = True\ntorch.set_float32_matmul_precision(\"highest\")\n")
+    code = (CANDIDATES / "correct.py").read_text().replace("import triton\n", "import triton\n\n" + flags, 1)
+    checked = code.replace("    def forward(self, x):\n", "    def forward(self, x):\n"
+                           "        if not torch.backends.cudnn.allow_tf32 or torch.backends.cudnn.deterministic:\n"
+                           "            raise RuntimeError('the flags set at import are still set in forward')\n", 1)
+    in_forward = code.replace("    def forward(self, x):\n", "    def forward(self, x):\n"
+                              "        torch.backends.cudnn.allow_tf32 = False\n", 1)
+    assert checked != code != in_forward
+    allowed, refused = evaluate_many([request(checked), request(in_forward)])
+    assert allowed.verdict == Verdict.CORRECT, allowed.message
+    assert refused.verdict == Verdict.RULE_VIOLATION and "cudnn.allow_tf32: True -> False" in refused.message
+
+
 def test_a_forward_that_prints_on_every_call_is_not_killed_for_its_output():
     """On a GPU the clocks and the energy loop make thousands of calls: a debug print in forward (or a logged warning)
     would fill the sandbox's output limit. Python's streams are capped for the candidate, so here seven calls of

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from agent.harness.inputs import make_inputs
+from agent.harness.inputs import make_inputs, module_weights
 from agent.problems import load_problem
 
 
@@ -33,3 +33,29 @@ def test_the_global_generator_forgets_the_inputs_seed():
     assert torch.initial_seed() != 1234
     torch.manual_seed(torch.initial_seed())
     assert not torch.equal(torch.rand(x.shape), x)
+
+
+def test_module_weights_are_read_from_the_instances_without_running_the_candidates_code():
+    """The tracker's weights (what a traced call keeps as it begins): parameters and buffers of every submodule,
+    shared ones once, without calling the candidate's parameters() or named_modules()."""
+
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(3))
+            self.register_buffer("b", torch.zeros(2))
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.head = Head()
+            self.again = self.head
+            self.scale = torch.nn.Parameter(torch.ones(1))
+
+        def parameters(self, recurse=True):
+            raise RuntimeError("the candidate's parameters() ran")
+
+        def named_modules(self, *args, **kwargs):
+            raise RuntimeError("the candidate's named_modules() ran")
+
+    assert sorted(t.numel() for t in module_weights(Net(), torch)) == [1, 2, 3]

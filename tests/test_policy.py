@@ -114,11 +114,16 @@ def test_assigning_into_own_tensors_is_not_monkeypatching():
     assert rules_of("def f(x):\n    out = torch.empty_like(x)\n    out[0] = 1\n    out.data = x\n    return out\n") == set()
 
 
-@pytest.mark.parametrize("line", ["torch.backends.cudnn.allow_tf32 = False", "torch.backends.cuda.matmul.allow_tf32 = True",
+@pytest.mark.parametrize("line", ["torch.backends.cudnn.allow_tf32 = True", "torch.backends.cuda.matmul.allow_tf32 = True",
                                   "import torch.backends.cudnn as cudnn\ncudnn.benchmark = False",
                                   "torch.backends.cudnn.benchmark = flag", "a = torch.backends.cudnn.benchmark = True",
-                                  "torch.backends.cudnn.deterministic = True",
-                                  "torch.set_float32_matmul_precision('high')", "torch.use_deterministic_algorithms(True)",
+                                  "torch.backends.cudnn.deterministic = False",
+                                  "torch.backends.cudnn.allow_tf32 = torch.backends.cudnn.benchmark = False",
+                                  "torch.backends.cudnn.conv.fp32_precision = 'ieee'",
+                                  "torch.set_float32_matmul_precision('high')", "torch.set_float32_matmul_precision(p)",
+                                  "torch.set_float32_matmul_precision('highest', 'x')",
+                                  "f = torch.set_float32_matmul_precision\nf('highest')",
+                                  "torch.use_deterministic_algorithms(True)",
                                   "with torch.backends.cudnn.flags(enabled=False):\n    pass"])
 def test_rejects_changing_torch_backend_flags(line):
     assert "backend-flags" in rules_of(line)
@@ -131,6 +136,17 @@ def test_rejects_changing_torch_backend_flags(line):
 def test_turning_cudnns_autotuner_on_is_allowed_the_worker_turns_it_back_off(line):
     """Common in honest answers; the worker restores the default after the import and each ModelNew it builds
     (tests/test_harness.py::test_cudnn_benchmark_is_off_in_forward_and_refused_when_forward_sets_it)."""
+    assert rules_of(line) == set()
+
+
+@pytest.mark.parametrize("line", ["torch.backends.cudnn.allow_tf32 = False", "torch.backends.cuda.matmul.allow_tf32 = False",
+                                  "torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False",
+                                  "torch.backends.cudnn.deterministic = True",
+                                  "torch.set_float32_matmul_precision('highest')"])
+def test_tf32_off_and_deterministic_cudnn_are_allowed_the_worker_puts_the_defaults_back(line):
+    """Honest answers turn TF32 off (or name the default precision) "to match the fp32 reference": one value per flag,
+    the one away from the default or the default itself, so nothing a forward sets can be set back before the flags
+    are compared (tests/test_harness.py::test_tf32_off_at_import_is_undone_and_refused_when_forward_sets_it)."""
     assert rules_of(line) == set()
 
 

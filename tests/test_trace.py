@@ -169,6 +169,36 @@ def test_after_a_launch_any_older_storage_may_hold_the_data_not_only_those_it_wa
     assert ops["mul"]["calls"] == 2 and ops["mul"]["data_bytes"] == 0  # w * 2 (before), ones * 3 (fresh)
 
 
+def test_a_weight_whose_bytes_are_those_the_call_began_with_is_not_the_data_after_a_launch():
+    """The model's weights are kept when a traced call begins: one folded after a launch (an algebraic answer summing
+    the conv's taps after its first kernel) still has those bytes and is not the data; one a kernel wrote the data
+    into (by an address offset) has other bytes and is. Weights the tracker was not given stay the data after a
+    launch."""
+    got = run('''
+        @triton.jit
+        def gather(dst, delta, n, B: tl.constexpr):
+            o = tl.arange(0, B)
+            tl.store(dst + o, tl.load(dst + delta + o, mask=o < n), mask=o < n)
+
+        kept, written, other = torch.randn(8), torch.zeros(32), torch.randn(6)
+        tracker.weights = [kept, written]
+        def fwd(x):
+            out = torch.empty(4)
+            rowsum[(4,)](x, out, 8, B=8)
+            folded = kept * 2.0                        # a weight, untouched by the launch
+            gather[(1,)](written, (x.data_ptr() - written.data_ptr()) // 4, 32, B=32)
+            laundered = written.sum()                  # the data, through an address offset
+            again = kept - 1.0                         # still untouched after the second launch
+            unknown = other.exp()                      # not a weight the tracker was given
+            return out
+        record(fwd, [torch.arange(32.0).reshape(4, 8)])
+    ''')
+    ops = {op["name"]: op for op in got["trace"]["ops"]}
+    assert ops["mul"]["data_bytes"] == 0 and ops["sub"]["data_bytes"] == 0
+    assert ops["sum"]["data_bytes"] == 32 * 4
+    assert ops["exp"]["data_bytes"] == 6 * 4
+
+
 def test_tracing_keeps_nothing_of_the_forward_alive():
     """A forward that frees scratch and allocates again gets the same block back in a call nobody records; it must in
     a recorded one too (else the block that does not come back says the call is checked). A buffer the allocator

@@ -11,7 +11,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agent.harness.inputs import build, copy_matching_weights, flatten, make_inputs, refill, weights
+from agent.harness.inputs import build, copy_matching_weights, flatten, make_inputs, module_weights, refill, weights
 from agent.harness.job import TrialRecord, TrialSpec, WorkerJob, WorkerResult
 from agent.harness.trusted import restore_speed_flags, speed_flags
 from agent.harness.workerio import (
@@ -222,6 +222,7 @@ class _Session:
             refill(warm, trial.seed + 7, job.device, trusted.normal_, trusted.generator)
             with torch.no_grad():
                 models[s](*warm)
+        tracker.weights = module_weights(models[s], torch)  # the weights a traced call may fold after a launch
         tracker.begin(trial.trace, inputs)
         with torch.no_grad(), (tracker.dispatch_mode() if trial.trace else contextlib.nullcontext()):
             out = models[s](*inputs)
@@ -239,6 +240,7 @@ class _Session:
         from agent.harness.timing import Bench
 
         self.passes.index = 0
+        self.tracker.weights = module_weights(model, torch)
         bench = Bench(lambda: model(*inputs), inputs, self.job.plan, self.job.timing, self.trusted, self.tracker)
         try:
             with torch.no_grad():

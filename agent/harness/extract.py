@@ -171,16 +171,14 @@ def _unfenced_code(text: str) -> str | None:
 
 
 def _with_helpers(code: str, earlier: list[str]) -> str:
-    """`code`, preceded by the earlier blocks (definitions only) that bind names it reads but never binds."""
+    """`code`, preceded by the earlier blocks (definitions only) that bind names it reads but never binds, or imports
+    from a module the reply itself writes (`from kernels import gap` below a block headed kernels.py)."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return code
-    missing = _free_names(tree)
-    if not missing:
-        return code
-    needed: list[str] = []
-    for body in reversed(earlier):
+    blocks: list[tuple[str, ast.Module]] = []
+    for body in earlier:
         try:
             other = ast.parse(body)
         except (SyntaxError, ValueError):
@@ -190,10 +188,51 @@ def _with_helpers(code: str, earlier: list[str]) -> str:
             # `print(gap(x).shape)`): running those at import would be wrong, so only its code is kept
             body = _code_only(body, other)
             other = ast.parse(body)
+        blocks.append((body, other))
+    code, imported = _without_sibling_imports(code, tree, set().union(*(_bound_names(t) for _, t in blocks)))
+    missing = _free_names(tree) | imported
+    if not missing:
+        return code
+    needed: list[str] = []
+    for body, other in reversed(blocks):
         if _bound_names(other) & missing:
             needed.insert(0, body)
             missing -= _bound_names(other)
+            # what the joined block needs from blocks above it: the names it reads that nothing else binds, and those
+            # it reads as it runs (a decorator's `triton`), which the final block's imports would bind too late
+            missing |= (_free_names(other) - _bound_names(tree)) | (_run_time_names(other) & _free_names(other))
     return _join([*needed, code]) if needed else code
+
+
+def _run_time_names(tree: ast.Module) -> set[str]:
+    """Names a module reads while it runs, not later inside its functions: decorators, defaults, class bases and
+    bodies, and its other top-level statements."""
+    nodes: list[ast.AST] = []
+    for n in tree.body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            nodes += [*n.decorator_list, *n.args.defaults, *(d for d in n.args.kw_defaults if d is not None)]
+        else:
+            nodes.append(n)
+    return {x.id for node in nodes for x in ast.walk(node) if isinstance(x, ast.Name) and isinstance(x.ctx, ast.Load)}
+
+
+def _without_sibling_imports(code: str, tree: ast.Module, elsewhere: set[str]) -> tuple[str, set[str]]:
+    """An answer written as several files imports one from another (`from kernels import gap_scale`, or `from
+    .kernels import`): a module no installed package provides (or a relative one) whose every imported name earlier
+    blocks bind is theirs, the import blanked here (the blocks are joined into one module; dropping an import grants
+    nothing). A library's import stays, whatever a draft above defines. Returns the code and those names."""
+    import importlib.util
+
+    lines, names = code.split("\n"), set()
+    for n in tree.body:
+        if isinstance(n, ast.ImportFrom) and n.module not in (None, "__future__") and (
+                n.level or importlib.util.find_spec(n.module.split(".")[0]) is None):
+            took = [a.name for a in n.names]
+            if "*" not in took and all(a.asname in (None, a.name) for a in n.names) and set(took) <= elsewhere:
+                names.update(took)
+                for i in range(n.lineno - 1, n.end_lineno or n.lineno):
+                    lines[i] = ""
+    return ("\n".join(lines), names) if names else (code, names)
 
 
 def _join(parts: list[str]) -> str:

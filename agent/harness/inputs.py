@@ -71,6 +71,28 @@ def copy_matching_weights(state: dict[str, Any], dst: Any) -> None:
         dst.load_state_dict(same, strict=False)
 
 
+def module_weights(model: Any, torch: Any) -> list[Any]:
+    """A module's parameters and buffers, its submodules' too, read from the instances' own dictionaries: none of
+    the candidate's code runs (its class may override parameters(), named_modules() or __getattr__)."""
+    out: list[Any] = []
+    seen: set[int] = set()
+    stack = [model]
+    while stack:
+        m = stack.pop()
+        if id(m) in seen:
+            continue
+        seen.add(id(m))
+        d = object.__getattribute__(m, "__dict__")
+        for name in ("_parameters", "_buffers"):
+            table = d.get(name)
+            if type(table) is dict:
+                out += [t for t in dict.values(table) if type(t) in (torch.Tensor, torch.nn.Parameter)]
+        mods = d.get("_modules")
+        if type(mods) is dict:
+            stack += [c for c in dict.values(mods) if issubclass(type(c), torch.nn.Module)]
+    return out
+
+
 def digest(x: Any) -> str:
     import torch
 

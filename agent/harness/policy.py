@@ -157,6 +157,8 @@ class _Checker:
     def path(self, node: ast.AST, path: str) -> bool:
         """Check one resolvable dotted path; False when it was refused."""
         d = _data()
+        if _default_precision_call(node, path):
+            return True
         for prefix, rule in d.forbidden.items():
             if path == prefix or path.startswith(prefix + "."):
                 self.add(node, rule, f"`{prefix}`: {_WHY.get(rule, 'not allowed in a kernel module')}")
@@ -350,17 +352,34 @@ def _bound_names(item: ast.stmt) -> set[str]:
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 # torch.backends calls that only read (whether a backend is there, its version): the flags are compared at run time
 _BACKEND_QUERIES = {"is_available", "version", "is_built"}
-# Backend flags an answer may turn on (`torch.backends.cudnn.benchmark = True` at import or in __init__, common in
-# honest answers), which the worker puts back to the default after the import and after each ModelNew it builds
+# Backend flags an answer may set at import or in __init__, each to one value only: cudnn.benchmark and
+# cudnn.deterministic on, TF32 off for cuDNN and matmul (honest answers set them "to match the fp32 reference" or "for
+# speed"). The worker puts every one back to the default after the import and after each ModelNew it builds
 # (agent.harness.trusted.restore_speed_flags): its calls run, and are timed, under the defaults as the baseline's are.
-# Only True, so nothing can set it back: turned on by forward, it is still on when the flags are compared (tampered).
-_SPEED_FLAGS = {"torch.backends.cudnn.benchmark"}
+# One value each, so nothing can set a flag back: set by forward, it is still set when the flags are compared
+# (tampered). matmul.allow_tf32 = False is already the default: it never leaves it.
+_SPEED_FLAGS = {"torch.backends.cudnn.benchmark": True, "torch.backends.cudnn.deterministic": True,
+                "torch.backends.cudnn.allow_tf32": False, "torch.backends.cuda.matmul.allow_tf32": False}
+# torch.set_float32_matmul_precision("highest"): PyTorch's default precision, named (the answer's own line `for exact
+# fp32`); any other argument lowers the numerics and stays refused. Undone with the flags above.
+_DEFAULT_PRECISION = ("torch.set_float32_matmul_precision", "highest")
 
 
 def _speed_flag_on(node: ast.AST, target: ast.expr, aliases: dict[str, str]) -> bool:
-    return (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(target, ast.Attribute)
-            and dotted(target, aliases) in _SPEED_FLAGS and isinstance(node.value, ast.Constant)
-            and node.value.value is True)
+    """`flag = value` (or `flag = other_flag = value`) where every target is a speed flag and value is its one allowed
+    value (`a = flag = True` binds a name to the flag's value: not a flag's line)."""
+    if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)):
+        return False
+    paths = [dotted(t, aliases) if isinstance(t, ast.Attribute) else None for t in node.targets]
+    return target in node.targets and all(p in _SPEED_FLAGS and node.value.value is _SPEED_FLAGS[p] for p in paths)
+
+
+def _default_precision_call(node: ast.AST, path: str) -> bool:
+    """`torch.set_float32_matmul_precision("highest")`: the call's callee, with the default as its one argument."""
+    call = getattr(node, "_parent", None)
+    return (path == _DEFAULT_PRECISION[0] and isinstance(call, ast.Call) and call.func is node and not call.keywords
+            and len(call.args) == 1 and isinstance(call.args[0], ast.Constant)
+            and call.args[0].value == _DEFAULT_PRECISION[1])
 
 
 # ---------------------------------------------------------------- entry point

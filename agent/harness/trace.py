@@ -125,6 +125,11 @@ class Tracker:
         self.free, self.heavy, self.metadata = kinds.free, kinds.heavy, kinds.metadata
         self.installed = ""
         self.candidate = ""  # the candidate's file (agent.harness.candidate sets it): its code inside a launch
+        # the model's parameters and buffers (agent.harness.candidate sets them before its calls): kept at the start
+        # of a traced call, a weight whose bytes are still those is not the data, whatever launch ran since
+        self.weights: list[Any] = []
+        self._kept: dict[int, tuple[Any, Any]] = {}
+        self._intact: set[int] = set()
         self.known, self.before = known_types(torch), classes_now()
 
     # ---------------------------------------------------------------- hooks
@@ -183,6 +188,10 @@ class Tracker:
         self._seen: set[int] = set()
         self._born: set[int] = set()
         self._watching: list[str] = []
+        self._intact, self._kept = set(), {}
+        if trace and self.weights:  # never in a timed call: apart() synchronizes
+            with self.trusted.apart():
+                self._kept = {self._key(w): (w, self._snapshot(w)) for w in self.weights}
 
     def end(self, outputs: list[Any]) -> tuple[bool, Trace | None]:
         """(every output's storage was given to a launch, the trace if tracing)."""
@@ -250,7 +259,7 @@ class Tracker:
             self._launch_log.append(Launch(kernel=name, args=[self._extent(t) for t in tensors], written=written,
                                            foreign=foreign))
             self._seen.update(by_key)
-            self._born = set()
+            self._born, self._intact = set(), set()
             return result
         finally:
             self.depth -= 1
@@ -358,8 +367,20 @@ class Tracker:
 
     def _holds_data(self, key: int) -> bool:
         """Derived from the inputs, or possibly written by a kernel: any storage but those made after the last launch
-        (a weight read before the first launch is not the data; one read after it may have been overwritten)."""
-        return key in self._tainted or (bool(self._launch_log) and key not in self._born)
+        (a weight read before the first launch is not the data; one read after it may have been overwritten, unless
+        its bytes are still those it had when the call began: a weight folded after a launch is still a weight)."""
+        if key in self._tainted:
+            return True
+        return bool(self._launch_log) and key not in self._born and not self._weight_intact(key)
+
+    def _weight_intact(self, key: int) -> bool:
+        """The model's weight at `key` has the bytes it had when the call began (checked once between launches)."""
+        if key not in self._intact and key in self._kept:
+            weight, kept = self._kept[key]
+            with self.trusted.apart():
+                if self.trusted.equal(self._snapshot(weight), kept):
+                    self._intact.add(key)
+        return key in self._intact
 
     def _record_read(self, name: str, kind: Literal["free", "heavy", "compute"], ins: list[Any],
                      outs: list[Any]) -> None:

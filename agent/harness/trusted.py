@@ -104,10 +104,13 @@ def _flags() -> dict[str, Any]:
 
 
 def speed_flags() -> dict[str, Any]:
-    """The backend flags an answer may set but never keeps (agent.harness.policy._SPEED_FLAGS), as they are now."""
-    import torch
+    """The backend flags an answer may set but never keeps (agent.harness.policy._SPEED_FLAGS and the default
+    float32 matmul precision), as they are now."""
+    return {k: v for k, v in _flags().items() if k in _SPEED_KEYS}
 
-    return {"cudnn.benchmark": torch.backends.cudnn.benchmark}
+
+_SPEED_KEYS = ("float32_matmul_precision", "cudnn.benchmark", "cudnn.deterministic", "cudnn.allow_tf32",
+               "matmul.allow_tf32")
 
 
 def restore_speed_flags(saved: dict[str, Any]) -> None:
@@ -115,7 +118,11 @@ def restore_speed_flags(saved: dict[str, Any]) -> None:
     timed under the defaults, as the baseline's are. Set by forward, a flag is still set when Integrity compares."""
     import torch
 
-    torch.backends.cudnn.benchmark = saved["cudnn.benchmark"]
+    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
+    # the precision first: setting it sets matmul.allow_tf32 too
+    torch.set_float32_matmul_precision(saved["float32_matmul_precision"])
+    cudnn.benchmark, cudnn.deterministic = saved["cudnn.benchmark"], saved["cudnn.deterministic"]
+    cudnn.allow_tf32, matmul.allow_tf32 = saved["cudnn.allow_tf32"], saved["matmul.allow_tf32"]
 
 
 def _watched(extra: dict[str, Any]) -> dict[str, Any]:

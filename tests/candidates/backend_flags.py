@@ -29,7 +29,7 @@ class ModelNew(nn.Module):
             in_channels, out_channels, kernel_size, stride=stride, padding=padding, output_padding=output_padding
         )
         self.multiplier = multiplier
-        torch.backends.cudnn.allow_tf32 = False  # 'more accurate'
 
     def forward(self, x):
+        torch.backends.cudnn.allow_tf32 = False  # 'more accurate' (set in __init__ it would be undone)
         return gap(self.conv_transpose(x), self.multiplier)
