@@ -11,8 +11,18 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agent.harness.inputs import build, copy_matching_weights, flatten, make_inputs, refill, weights
+from agent.harness.inputs import (
+    NotPlain,
+    build,
+    copy_matching_weights,
+    flatten,
+    make_inputs,
+    own_attributes,
+    refill,
+    weights,
+)
 from agent.harness.job import TrialRecord, TrialSpec, WorkerJob, WorkerResult
+from agent.harness.kernelsource import Sources
 from agent.harness.trusted import restore_speed_flags, speed_flags
 from agent.harness.workerio import (
     Gpu,
@@ -119,13 +129,15 @@ class _Session:
         self.tracker = Tracker(self.trusted)
         self.tracker.candidate = str(job.candidate_path)
         self.tracker.install()
+        self.sources = Sources()
+        self.sources.install()
         self.outputs: list[list[Any]] = []
         self.out_file = job.outputs_dir / "outputs.pt"
         self.refusals: list[str] = []
 
     def prepare(self) -> None:
         from triton.runtime.autotuner import Autotuner
-        from triton.runtime.jit import JITFunction
+        from triton.runtime.jit import JITCallable, JITFunction
 
         from agent.harness.trusted import Integrity, guard
 
@@ -134,7 +146,8 @@ class _Session:
         # the problem's Models are gone before any candidate code runs: only their weights stay
         self.states = [weights(m, job.seed, job.device) for m in self.modules]
         gc.collect()
-        watched: dict = {"JITFunction": JITFunction, "Autotuner": Autotuner, **self.tracker.hooked()}
+        watched: dict = {"JITFunction": JITFunction, "JITCallable": JITCallable, "Autotuner": Autotuner,
+                         **self.tracker.hooked()}
         if job.plan is not None:
             self.trusted.open_energy()  # before the candidate exists, like every reference the timing loop holds
             if "pynvml" in sys.modules:
@@ -143,7 +156,7 @@ class _Session:
         guard(str(job.candidate_path), self.refusals.append)
 
     def tampered(self) -> list[str]:
-        return self.integrity.changed() + self.refusals
+        return self.integrity.changed() + self.refusals + self.sources.swapped
 
     def import_model_new(self) -> type:
         self.result.phase = "import"
@@ -226,12 +239,23 @@ class _Session:
         with torch.no_grad(), (tracker.dispatch_mode() if trial.trace else contextlib.nullcontext()):
             out = models[s](*inputs)
         sync(job.device)
+        self._plain(inputs, out)
         kind, tensors = flatten(out)
         launched, trace = tracker.end(tensors)
         self.outputs.append([trusted.to(trusted.clone(t.detach()), "cpu") for t in tensors])
         record = trial_record(trial, job, inputs, kind, tensors)
         record.config_pass, record.launches, record.output_launched, record.trace = p, tracker.launches, launched, trace
         self.result.trials.append(record)
+
+    def _plain(self, inputs: list[Any], out: Any) -> None:
+        """Before the harness reads anything of a call: the tensors it returned and was handed hold no attributes of
+        their own (own_attributes); one that does is tampering, and the worker stops before reading it."""
+        try:
+            own_attributes("output", list(out) if type(out) in (tuple, list) else [out])
+            own_attributes("input", inputs)
+        except NotPlain as e:
+            self.refusals.append(str(e))
+            raise
 
     def time(self, model: Any, inputs: list[Any]) -> None:
         import torch
@@ -243,6 +267,9 @@ class _Session:
         try:
             with torch.no_grad():
                 self.result.timing = bench.gpu() if self.job.device == "cuda" else bench.cpu()
+        except NotPlain as e:  # tampering: the verdict says so, not a runtime error
+            self.refusals.append(str(e))
+            raise Stop from None
         except BaseException as e:
             self.result.error = describe_error(e, "timing", self.job)
             raise Stop from None
@@ -269,6 +296,7 @@ def profile(job: WorkerJob, gpu: Gpu) -> int:
 
                 AutotunePasses().install()
                 interpret.install()
+            Sources().install()  # the profile is of the code that was checked
             modules = problem_modules(job)
             state = weights(modules[0], job.seed, job.device)
             phase = "import"

@@ -38,7 +38,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from agent.harness.inputs import flatten, refill
+from agent.harness.inputs import flatten, own_attributes, refill
 from agent.harness.job import BenchStats, TimingPlan
 from agent.harness.settings import TimingSettings
 
@@ -90,6 +90,7 @@ class Bench:
         self._fresh = 0
 
     def _fill(self, seed: int | None = None) -> None:
+        own_attributes("input", self.buffers)  # before the harness reads them (inputs.own_attributes)
         if seed is None:
             self._fresh += 1
             seed = self.plan.fresh_seed * 1_000_003 + self._fresh
@@ -118,6 +119,7 @@ class Bench:
         self.launch_counts.append(self.tracker.launches)
         if not keep:
             return None
+        own_attributes("output", list(out) if type(out) in (tuple, list) else [out])
         tensors = flatten(out)[1]
         launched, trace = self.tracker.end(tensors)
         return self.tracker.launches, launched, trace, [list(o.shape) for o in tensors]

@@ -126,6 +126,14 @@ class Tracker:
         self.installed = ""
         self.candidate = ""  # the candidate's file (agent.harness.candidate sets it): its code inside a launch
         self.known, self.before = known_types(torch), classes_now()
+        # A tensor's (or storage's) own namespace shadows its class's methods: `t.numel()` would call whatever the
+        # candidate stored on t under that name, here in the tracker's bookkeeping, where no operator is recorded
+        # (inside the recorder's dispatch its mode is off). The tracker reads tensors through their classes only.
+        tensor: Any = torch._C.TensorBase
+        storage: Any = torch._C.StorageBase
+        self._storage_of, self._numel, self._element_size = tensor.untyped_storage, tensor.numel, tensor.element_size
+        self._storage_offset, self._stride = tensor.storage_offset, tensor.stride
+        self._address, self._nbytes = storage.data_ptr, storage.nbytes
 
     # ---------------------------------------------------------------- hooks
 
@@ -201,13 +209,16 @@ class Tracker:
             self.depth -= 1
 
     def _key(self, t: Any) -> int:
-        return int(t.untyped_storage().data_ptr())
+        return int(self._address(self._storage_of(t)))
+
+    def _bytes(self, t: Any) -> int:
+        return int(self._numel(t)) * int(self._element_size(t))
 
     def _id(self, t: Any) -> int:
         key = self._key(t)
         if key not in self._ids:
             self._ids[key] = len(self._storages)  # ids are never reused: a retired address keeps its storage's record
-            self._storages[self._ids[key]] = Storage(id=self._ids[key], bytes=int(t.untyped_storage().nbytes()),
+            self._storages[self._ids[key]] = Storage(id=self._ids[key], bytes=int(self._nbytes(self._storage_of(t))),
                                                      shape=list(t.shape))
         return self._ids[key]
 
@@ -257,9 +268,9 @@ class Tracker:
 
     def _extent(self, t: Any) -> Span:
         """The bytes of its storage a tensor view covers."""
-        size = t.element_size()
-        lo = t.storage_offset() * size
-        reach = sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) + 1 if t.numel() else 0
+        size = self._element_size(t)
+        lo = self._storage_offset(t) * size
+        reach = sum((n - 1) * st for n, st in zip(t.shape, self._stride(t)) if n > 0) + 1 if self._numel(t) else 0
         return Span(id=self._id(t), lo=lo, hi=lo + reach * size)
 
     def _changed(self, t: Any, before: Any) -> Span | None:
@@ -267,13 +278,13 @@ class Tracker:
         if self.trusted.equal(before, after):
             return None
         where = (before != after).nonzero()
-        size = t.element_size()  # whole elements: a float's low bytes may not change (2.0 is 00 00 00 40)
+        size = self._element_size(t)  # whole elements: a float's low bytes may not change (2.0 is 00 00 00 40)
         lo, hi = int(where[0]), int(where[-1]) + 1
         return Span(id=self._id(t), lo=lo - lo % size, hi=hi + (-hi) % size)
 
     def _snapshot(self, t: Any) -> Any:
         """A copy of the whole storage under `t` (a launch may write outside the view it was given)."""
-        whole = self.torch.empty(0, dtype=self.torch.uint8, device=t.device).set_(t.untyped_storage())
+        whole = self.torch.empty(0, dtype=self.torch.uint8, device=t.device).set_(self._storage_of(t))
         return self.trusted.clone(whole)
 
     # ---------------------------------------------------------------- operators
@@ -328,7 +339,7 @@ class Tracker:
             name = func._overloadpacket.__name__
             ins = {id(t): t for t in _tensors((args, kwargs), self.torch)}
             outs = _tensors(out, self.torch)
-            sizes = [t.numel() * t.element_size() for t in ins.values()]
+            sizes = [self._bytes(t) for t in ins.values()]
             kind: Literal["free", "heavy", "compute"] = (
                 "free" if name in self.free else "heavy" if name in self.heavy else "compute")
             self._record_read(name, kind, list(ins.values()), outs)
@@ -339,7 +350,7 @@ class Tracker:
             op = self._ops.setdefault(name, Op(name=name, kind=kind))
             op.calls += 1
             op.in_bytes += sum(sizes)
-            op.out_bytes += sum(t.numel() * t.element_size() for t in _tensors(out, self.torch))
+            op.out_bytes += sum(self._bytes(t) for t in _tensors(out, self.torch))
             in_keys = {self._key(t) for t in ins.values()}
             made = {self._key(t) for t in outs} - in_keys  # allocations: a key met before is a freed storage's address
             for key in made & (self._seen | set(self._ids)):
@@ -349,9 +360,9 @@ class Tracker:
                 self._tainted.update(self._key(t) for t in outs)
             self._born.update(made)
             self._seen.update(in_keys | {self._key(t) for t in outs})
-            op.largest_bytes = max([op.largest_bytes, *sizes, *(t.numel() * t.element_size() for t in outs)])
-            if kind == "heavy" and sum(sizes):
-                ratio = sum(t.numel() * t.element_size() for t in _tensors(out, self.torch)) / sum(sizes)
+            op.largest_bytes = max([op.largest_bytes, *sizes, *(self._bytes(t) for t in outs)])
+            if kind == "heavy" and sum(sizes) > 0:
+                ratio = sum(self._bytes(t) for t in _tensors(out, self.torch)) / sum(sizes)
                 op.least_yield = ratio if op.least_yield is None else min(op.least_yield, ratio)
         finally:
             self.depth -= 1
