@@ -322,6 +322,9 @@ class _Checker:
             self.add(node, "escape", "type(name, bases, namespace) builds a class from strings, past the checks on "
                      "class bodies: write a class statement")
         path = dotted(node.func, self.aliases)
+        if path == "functools.wraps" and (len(node.args) != 1 or node.keywords):
+            self.add(node, "escape", "functools.wraps with `assigned`/`updated` sets attributes by names held in "
+                     "strings: use @functools.wraps(fn) alone")
         if path and path.startswith("torch.backends.") and path.count(".") >= 2 and \
                 path.rsplit(".", 1)[1] not in _BACKEND_QUERIES:
             self.add(node, "backend-flags", f"`{path}(...)` changes PyTorch's backend flags: not allowed")
