@@ -667,6 +667,8 @@ def test_getattr_called_directly_with_a_literal_stays_allowed():
     "import dataclasses\nSlot = dataclasses.make_dataclass('Slot', [('_' + 'src', str)])",
     "import functools\nfunctools.wraps(k, assigned=('_src',))(k)",
     "import functools\nfunctools.wraps(k, (), ('__dict__',))(k)",
+    "import functools\nfunctools.wraps(object())(k)",
+    "import functools\n@functools.wraps(object())\n@triton.jit\ndef k2(x):\n    pass\n",
 ])
 def test_attributes_set_by_names_held_in_strings_are_refused(line):
     """As setattr: a tensor's own namespace shadows its methods, a kernel object's holds the text Triton compiles."""
