@@ -675,6 +675,17 @@ def test_attributes_set_by_names_held_in_strings_are_refused(line):
     assert "escape" in rules_of(line)
 
 
+@pytest.mark.parametrize("line", [
+    "with torch.ExcludeDispatchKeyGuard(torch.DispatchKeySet(torch.DispatchKey.Python)):\n    y = torch.ones(2)",
+    "from torch import DispatchKeySet",
+    "y = torch.ops.aten.mean.default.redispatch(None, torch.ones(2))",
+    "f = torch.ops.aten.mean.default.py_impl",
+])
+def test_the_dispatchers_controls_are_refused(line):
+    """Operators run below the Python dispatch key pass the recorder unseen."""
+    assert "escape" in rules_of(line)
+
+
 def test_functools_wraps_as_a_plain_decorator_stays_allowed():
     assert rules_of("import functools\ndef guard(fn):\n    @functools.wraps(fn)\n    def inner(*a):\n"
                     "        return fn(*a)\n    return inner\n") == set()

@@ -395,3 +395,28 @@ def test_a_tensor_with_attributes_of_its_own_is_a_foreign_launch_argument():
                           foreign_arguments((described,), tracker.known, tracker.before)]))
     ''')
     assert found == [["a Tensor with attributes of its own (data_ptr)"], ["a Tensor with attributes of its own (note)"]]
+
+
+def test_an_operator_run_at_the_edge_of_the_recursion_limit_is_recorded_as_a_tell():
+    """There the recorder's own frames fail and an unrecorded call's do not: a forward that recursed to the edge first
+    could tell the calls apart."""
+    found = run('''
+        x, y = torch.arange(8.0), torch.empty(8)
+
+        def room(n=0):
+            try:
+                return room(n + 1)
+            except RecursionError:
+                return n
+
+        def at(k):
+            return at(k - 1) if k else torch.zeros(1)
+
+        def fn(x):
+            at(room() - 20)
+            scale[(1,)](x, y, 8, 2.0, B=8)
+            return y
+        record(fn, [x])
+    ''')
+    assert found["trace"]["watching"] == [
+        "an operator run within 100 frames of the recursion limit (where the recorder's own frames fail)"]

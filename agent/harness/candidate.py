@@ -38,6 +38,14 @@ from agent.harness.workerio import (
 )
 
 
+# Python's recursion limit in a candidate's worker: a forward that probes how much room its stack has left (an
+# operator at the edge fails only where the recorder's frames take the last of it) must recurse this deep on every
+# call to do so (~15 ms here, 10x gap44's eager call on an H100), more than any answer gains; honest forwards run a
+# few dozen deep. Not higher: a runaway recursion through C (a __getattr__ calling itself) must still end in a
+# RecursionError, not overflow the 8 MB C stack (it does at 20,000 on Python 3.11)
+STACK_ROOM = 10_000
+
+
 class AutotunePasses:
     """CPU mode: @triton.autotune fails at launch under the interpreter (it benchmarks). Each pass runs every
     autotuner with one of its configs (through Triton's own single-config path), so all configs get validated."""
@@ -131,6 +139,7 @@ class _Session:
         self.tracker.install()
         self.sources = Sources()
         self.sources.install()
+        sys.setrecursionlimit(STACK_ROOM)  # see trace.near_the_recursion_limit
         self.outputs: list[list[Any]] = []
         self.out_file = job.outputs_dir / "outputs.pt"
         self.refusals: list[str] = []
@@ -188,7 +197,9 @@ class _Session:
                 models: dict[int, Any] = {}
                 buffers: dict[int, list[Any]] = {}
                 for trial in job.trials:
-                    self._trial(trial, p, model_new, models, buffers)
+                    with self.trusted.collector_off():  # the candidate's finalizers run between calls only
+                        self._trial(trial, p, model_new, models, buffers)
+                        self.trusted.collect()
                     if "first" not in result.marks:  # the first call compiles the kernels (and autotunes)
                         mark(result, "first", job)
                     if timed is None and trial.size == 0:
@@ -228,13 +239,14 @@ class _Session:
         else:
             buffers[s] = fresh
         inputs = buffers[s]
+        warmed = None
         if trial.trace and job.device == "cuda":
             # JIT compilation and autotuning stay out of the traced call. Other values: the caching allocator
             # hands the traced call this call's output memory, which must not already hold the answer.
             warm = [trusted.clone(x) if isinstance(x, torch.Tensor) else x for x in inputs]
             refill(warm, trial.seed + 7, job.device, trusted.normal_, trusted.generator)
             with torch.no_grad():
-                models[s](*warm)
+                warmed = models[s](*warm)  # kept until the trial is over: its finalizers never run before the call
         tracker.begin(trial.trace, inputs)
         with torch.no_grad(), (tracker.dispatch_mode() if trial.trace else contextlib.nullcontext()):
             out = models[s](*inputs)
@@ -246,6 +258,7 @@ class _Session:
         record = trial_record(trial, job, inputs, kind, tensors)
         record.config_pass, record.launches, record.output_launched, record.trace = p, tracker.launches, launched, trace
         self.result.trials.append(record)
+        del out, warmed  # here, with the call's outputs copied: a finalizer tied to them runs now, not in a call
 
     def _plain(self, inputs: list[Any], out: Any) -> None:
         """Before the harness reads anything of a call: the tensors it returned and was handed hold no attributes of

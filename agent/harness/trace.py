@@ -104,6 +104,17 @@ def watches_the_gpu(func: Any, args: Any, kwargs: dict) -> str | None:
     return None
 
 
+STACK_MARGIN = 100  # frames: more than the recorder ever needs; honest forwards run a few dozen deep of 1,000 or more
+
+
+# An operator run within STACK_MARGIN frames of Python's recursion limit: there it fails in a recorded call (the
+# recorder's Python frames take the last room) and not in the others, so a forward that recursed to the edge first
+# could tell them apart. The worker raises the limit far above what any honest forward uses
+# (agent.harness.candidate.STACK_ROOM): a probe costs a recursion that deep on every call, and one the recorder sees
+# is reported.
+_EDGE = f"an operator run within {STACK_MARGIN} frames of the recursion limit (where the recorder's own frames fail)"
+
+
 class Tracker:
     """Counts and (when tracing) records Triton launches and PyTorch operators, per forward call."""
 
@@ -301,6 +312,22 @@ class Tracker:
                 return False  # True would import torch._dynamo (2.3 s) to wrap a method nothing compiles
 
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                try:  # first, with nothing called: at the stack's edge any call fails
+                    if tracker.tracing and sys._getframe(max(0, sys.getrecursionlimit() - STACK_MARGIN)):
+                        tracker._watching.append(_EDGE)
+                except ValueError:  # the stack is not that deep: where every honest forward runs
+                    pass
+                except RecursionError:
+                    tracker._watching.append(_EDGE)
+                    raise
+                try:
+                    return self.record(func, types, args, kwargs)
+                except RecursionError:  # the recorder's own frames took the last of the stack
+                    if tracker.tracing:
+                        tracker._watching.append(_EDGE)
+                    raise
+
+            def record(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
                 mine = tracker.tracing and (not tracker.depth or tracker.candidate_inside())
                 if mine:  # before the call: it may fail, as pinning does without a GPU
                     if why := watches_the_gpu(func, args, kwargs or {}):
@@ -323,7 +350,7 @@ class Tracker:
         forward's wherever they run: the innermost frame of the candidate's file comes before any of this module's."""
         if not self.candidate:
             return False
-        frame: Any = sys._getframe(2)  # above __torch_dispatch__
+        frame: Any = sys._getframe(3)  # above __torch_dispatch__ (candidate_inside, record, __torch_dispatch__)
         while frame is not None:
             name = frame.f_code.co_filename
             if name == self.candidate:
