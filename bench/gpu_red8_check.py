@@ -5,8 +5,11 @@
    is replaced before Sources is installed compiles the replacement (control: `control_value` 2.0: the swap matters
    on the GPU); one made after it and replaced the same way compiles the text it was made from (`guarded_value` 1.0)
    and is reported (`reported` true).
-2. hostile, judged at gap44/memory-fusion with timing: tests/candidates/method_shadowed_on_a_tensor.py: anything but
-   `correct` (`incorrect` expected: the tracker no longer calls the tensor's own numel).
+2. hostile, judged at gap44/memory-fusion with timing, anything but `correct` expected: method_shadowed_on_a_tensor.py
+   (`incorrect`: the tracker no longer calls the tensor's own numel), finalizer_inside_the_recorder.py (`incorrect`:
+   no collection starts inside a call), recursion_edge_tell.py (`rule_violation`, "recursion limit"); and
+   bench/candidates/red8_recursion_edge_unreported.py, the same tell one frame from the limit, where nothing is
+   reported: `ok` where it is not correct or its latency is above eager's (the probe's ~15 ms a call).
 3. legit, near the changed paths (launch arguments read through their class, inputs and outputs checked for attributes
    of their own before every timed call, Triton's JITCallable.__init__/parse wrapped): correct.py,
    legit_split_reduction.py, legit_tma_host_descriptor.py, legit_tma_device_descriptor_allocator.py,
@@ -34,7 +37,8 @@ from agent.problems import load_problem  # noqa: E402
 from agent.stages import get_stage  # noqa: E402
 
 CANDIDATES = REPO / "tests" / "candidates"
-HOSTILE = ["method_shadowed_on_a_tensor.py"]
+HOSTILE = ["method_shadowed_on_a_tensor.py", "finalizer_inside_the_recorder.py", "recursion_edge_tell.py"]
+UNREPORTED = REPO / "bench" / "candidates" / "red8_recursion_edge_unreported.py"
 LEGIT = ["correct.py", "legit_split_reduction.py", "legit_tma_host_descriptor.py",
          "legit_tma_device_descriptor_allocator.py", "legit_autotune_heuristics.py",
          "legit_persistent_device_props.py"]
@@ -85,8 +89,9 @@ def sources_check() -> dict:
 def main() -> None:
     rows = [sources_check()]
     print(json.dumps(rows[0]))
-    names = HOSTILE + LEGIT
-    reqs = [EvalRequest(source=(CANDIDATES / n).read_text(), problem=load_problem("gap44"),
+    names = HOSTILE + LEGIT + [UNREPORTED.name]
+    reqs = [EvalRequest(source=(UNREPORTED if n == UNREPORTED.name else CANDIDATES / n).read_text(),
+                        problem=load_problem("gap44"),
                         stage=get_stage("memory-fusion"), device="cuda", time_it=True, timeout_s=300) for n in names]
     for name, r in zip(names, evaluate_many(reqs)):
         t = r.timing
@@ -94,6 +99,10 @@ def main() -> None:
                "message": r.message[:300], "device_ms": t.device_ms if t else None,
                "latency_ms": t.latency_ms if t else None}
         row["ok"] = (row["verdict"] == "correct") == (name in LEGIT)
+        if name == UNREPORTED.name:  # the tell's price: correct only at a latency above eager's
+            eager = t.eager_latency_ms if t else None
+            row["eager_latency_ms"] = eager
+            row["ok"] = row["verdict"] != "correct" or bool(t and eager and t.latency_ms and t.latency_ms > eager)
         print(json.dumps(row))
         rows.append(row)
     print("all as expected" if all(r["ok"] for r in rows) else "NOT as expected: " +
