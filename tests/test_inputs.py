@@ -59,3 +59,20 @@ def test_module_weights_are_read_from_the_instances_without_running_the_candidat
             raise RuntimeError("the candidate's named_modules() ran")
 
     assert sorted(t.numel() for t in module_weights(Net(), torch)) == [1, 2, 3]
+
+
+def test_a_tensor_with_attributes_of_its_own_is_not_plain():
+    """Its namespace shadows its class's methods: the harness reading `out.detach()` or `x.untyped_storage()` after
+    the forward would call the candidate's function, unrecorded, in the calls it reads (the checked ones)."""
+    import pytest
+
+    from agent.harness.inputs import NotPlain, flatten, own_attributes
+
+    out, x = torch.zeros(2), torch.ones(3)
+    assert flatten(out) == ("tensor", [out])
+    own_attributes("input", [x, 3])
+    out.detach = lambda: torch.ones(2)
+    assert flatten(out) == ("not a plain tensor: Tensor with attributes of its own", [])
+    assert flatten((x, out))[1] == []
+    with pytest.raises(NotPlain, match=r"output 1 holds attributes of its own \(detach\)"):
+        own_attributes("output", [x, out])

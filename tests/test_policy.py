@@ -677,6 +677,36 @@ def test_getattr_called_directly_with_a_literal_stays_allowed():
     assert rules_of("y = getattr(torch, 'float32', None)\nh = hasattr(torch, 'float16')") == set()
 
 
+@pytest.mark.parametrize("line", [
+    "import functools\nfunctools.update_wrapper(torch.empty(2), k, assigned=('untyped' + '_storage',))",
+    "from functools import update_wrapper\nupdate_wrapper(k, object())",
+    "import dataclasses\nSlot = dataclasses.make_dataclass('Slot', [('_' + 'src', str)])",
+    "import functools\nfunctools.wraps(k, assigned=('_src',))(k)",
+    "import functools\nfunctools.wraps(k, (), ('__dict__',))(k)",
+    "import functools\nfunctools.wraps(object())(k)",
+    "import functools\n@functools.wraps(object())\n@triton.jit\ndef k2(x):\n    pass\n",
+])
+def test_attributes_set_by_names_held_in_strings_are_refused(line):
+    """As setattr: a tensor's own namespace shadows its methods, a kernel object's holds the text Triton compiles."""
+    assert "escape" in rules_of(line)
+
+
+@pytest.mark.parametrize("line", [
+    "with torch.ExcludeDispatchKeyGuard(torch.DispatchKeySet(torch.DispatchKey.Python)):\n    y = torch.ones(2)",
+    "from torch import DispatchKeySet",
+    "y = torch.ops.aten.mean.default.redispatch(None, torch.ones(2))",
+    "f = torch.ops.aten.mean.default.py_impl",
+])
+def test_the_dispatchers_controls_are_refused(line):
+    """Operators run below the Python dispatch key pass the recorder unseen."""
+    assert "escape" in rules_of(line)
+
+
+def test_functools_wraps_as_a_plain_decorator_stays_allowed():
+    assert rules_of("import functools\ndef guard(fn):\n    @functools.wraps(fn)\n    def inner(*a):\n"
+                    "        return fn(*a)\n    return inner\n") == set()
+
+
 @pytest.mark.parametrize("modulus", ["18446744073709551616", "(1 << 64)", "3", "1024", "4096", "0"])
 def test_an_address_modulo_anything_but_a_small_power_of_two_is_the_address(modulus):
     assert "escape" in rules_of(f"t = torch.empty(4)\nz = t.data_ptr() % {modulus}")

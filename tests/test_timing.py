@@ -43,6 +43,14 @@ class SimGpu:
     def sync(self) -> None:
         self.host = max(self.host, self.queue, self.side)
 
+    def collector_off(self) -> object:  # the collector is not what is simulated here
+        import contextlib
+
+        return contextlib.nullcontext()
+
+    def collect(self) -> None:
+        pass
+
     def perf_counter(self) -> float:
         return self.host / 1000
 

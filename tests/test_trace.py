@@ -386,3 +386,67 @@ def test_a_tensor_class_made_by_the_candidate_is_recorded_its_dispatch_runs_insi
         record(fn, [x])
     ''')
     assert found["trace"]["watching"] == ["Probe, a tensor subclass of its own"]
+
+
+def test_the_tracker_reads_tensors_through_their_class_never_their_own_attributes():
+    """A tensor's own namespace shadows its class's methods: an operator's argument carrying `numel`, or the returned
+    tensor carrying `untyped_storage`, would run the candidate's code inside the recorder's dispatch (its mode off) or
+    in end() (after the mode closed), computing there unrecorded."""
+    got = run('''
+        calls = []
+
+        def sneak(method, name):
+            return lambda: calls.append(name) or method()
+
+        def fwd(x):
+            y = x * 2.0
+            y.numel = sneak(y.numel, "numel")  # read by the recorder for the next operator's bytes
+            z = y + 1.0
+            out = torch.empty(4)
+            rowsum[(4,)](z, out, 8, B=8)
+            out.untyped_storage = sneak(out.untyped_storage, "untyped_storage")  # read by end() for the output's
+            return out
+        record(fwd, [torch.ones(4, 8)])
+        print(json.dumps(calls))
+    ''')
+    assert got == []
+
+
+def test_a_tensor_with_attributes_of_its_own_is_a_foreign_launch_argument():
+    found = run('''
+        from agent.harness.launchargs import foreign_arguments
+        from triton.tools.tensor_descriptor import TensorDescriptor
+
+        t, u = torch.zeros(16, 16), torch.zeros(16, 16)
+        t.data_ptr = lambda: 0  # Triton's launcher asks the argument itself for its address
+        described = TensorDescriptor.from_tensor(torch.zeros(16, 16), [8, 8])
+        described.base.note = "x"
+        print(json.dumps([foreign_arguments((t, u), tracker.known, tracker.before),
+                          foreign_arguments((described,), tracker.known, tracker.before)]))
+    ''')
+    assert found == [["a Tensor with attributes of its own (data_ptr)"], ["a Tensor with attributes of its own (note)"]]
+
+
+def test_an_operator_run_at_the_edge_of_the_recursion_limit_is_recorded_as_a_tell():
+    """There the recorder's own frames fail and an unrecorded call's do not: a forward that recursed to the edge first
+    could tell the calls apart."""
+    found = run('''
+        x, y = torch.arange(8.0), torch.empty(8)
+
+        def room(n=0):
+            try:
+                return room(n + 1)
+            except RecursionError:
+                return n
+
+        def at(k):
+            return at(k - 1) if k else torch.zeros(1)
+
+        def fn(x):
+            at(room() - 20)
+            scale[(1,)](x, y, 8, 2.0, B=8)
+            return y
+        record(fn, [x])
+    ''')
+    assert found["trace"]["watching"] == [
+        "an operator run within 100 frames of the recursion limit (where the recorder's own frames fail)"]

@@ -90,3 +90,30 @@ def test_a_librarys_own_annotations_evaluated_for_the_candidate_stay_allowed(tmp
         pick.register(helperlib.f)
     """)
     assert result == {"refused": [], "error": None, "registered": ["float"]}
+
+
+def test_with_the_collector_off_finalizers_run_only_where_the_harness_collects():
+    """A cycle's finalizer runs wherever a collection starts: in a traced call mostly inside the recorder's dispatch,
+    where its mode is off (a candidate's __del__ took the mean there, unrecorded). With the collector off, the
+    harness's calls see none; `collect` (between calls) runs them."""
+    import gc
+
+    from agent.harness.trusted import Trusted
+
+    fired: list[int] = []
+
+    class Later:
+        def __init__(self) -> None:
+            self.me = self
+
+        def __del__(self) -> None:
+            fired.append(1)
+
+    trusted = Trusted("cpu")
+    with trusted.collector_off():
+        for _ in range(5000):  # far past the youngest generation's threshold (700)
+            Later()
+        assert fired == []
+        trusted.collect()
+        assert len(fired) == 5000
+    assert gc.isenabled()

@@ -11,8 +11,19 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agent.harness.inputs import build, copy_matching_weights, flatten, make_inputs, module_weights, refill, weights
+from agent.harness.inputs import (
+    NotPlain,
+    build,
+    copy_matching_weights,
+    flatten,
+    make_inputs,
+    module_weights,
+    own_attributes,
+    refill,
+    weights,
+)
 from agent.harness.job import TrialRecord, TrialSpec, WorkerJob, WorkerResult
+from agent.harness.kernelsource import Sources
 from agent.harness.trusted import restore_speed_flags, speed_flags
 from agent.harness.workerio import (
     Gpu,
@@ -26,6 +37,14 @@ from agent.harness.workerio import (
     trial_record,
     write_result,
 )
+
+
+# Python's recursion limit in a candidate's worker: a forward that probes how much room its stack has left (an
+# operator at the edge fails only where the recorder's frames take the last of it) must recurse this deep on every
+# call to do so (~15 ms here, 10x gap44's eager call on an H100), more than any answer gains; honest forwards run a
+# few dozen deep. Not higher: a runaway recursion through C (a __getattr__ calling itself) must still end in a
+# RecursionError, not overflow the 8 MB C stack (it does at 20,000 on Python 3.11)
+STACK_ROOM = 10_000
 
 
 class AutotunePasses:
@@ -119,13 +138,16 @@ class _Session:
         self.tracker = Tracker(self.trusted)
         self.tracker.candidate = str(job.candidate_path)
         self.tracker.install()
+        self.sources = Sources()
+        self.sources.install()
+        sys.setrecursionlimit(STACK_ROOM)  # see trace.near_the_recursion_limit
         self.outputs: list[list[Any]] = []
         self.out_file = job.outputs_dir / "outputs.pt"
         self.refusals: list[str] = []
 
     def prepare(self) -> None:
         from triton.runtime.autotuner import Autotuner
-        from triton.runtime.jit import JITFunction
+        from triton.runtime.jit import JITCallable, JITFunction
 
         from agent.harness.trusted import Integrity, guard
 
@@ -134,7 +156,8 @@ class _Session:
         # the problem's Models are gone before any candidate code runs: only their weights stay
         self.states = [weights(m, job.seed, job.device) for m in self.modules]
         gc.collect()
-        watched: dict = {"JITFunction": JITFunction, "Autotuner": Autotuner, **self.tracker.hooked()}
+        watched: dict = {"JITFunction": JITFunction, "JITCallable": JITCallable, "Autotuner": Autotuner,
+                         **self.tracker.hooked()}
         if job.plan is not None:
             self.trusted.open_energy()  # before the candidate exists, like every reference the timing loop holds
             if "pynvml" in sys.modules:
@@ -143,7 +166,7 @@ class _Session:
         guard(str(job.candidate_path), self.refusals.append)
 
     def tampered(self) -> list[str]:
-        return self.integrity.changed() + self.refusals
+        return self.integrity.changed() + self.refusals + self.sources.swapped
 
     def import_model_new(self) -> type:
         self.result.phase = "import"
@@ -175,7 +198,9 @@ class _Session:
                 models: dict[int, Any] = {}
                 buffers: dict[int, list[Any]] = {}
                 for trial in job.trials:
-                    self._trial(trial, p, model_new, models, buffers)
+                    with self.trusted.collector_off():  # the candidate's finalizers run between calls only
+                        self._trial(trial, p, model_new, models, buffers)
+                        self.trusted.collect()
                     if "first" not in result.marks:  # the first call compiles the kernels (and autotunes)
                         mark(result, "first", job)
                     if timed is None and trial.size == 0:
@@ -215,24 +240,37 @@ class _Session:
         else:
             buffers[s] = fresh
         inputs = buffers[s]
+        warmed = None
         if trial.trace and job.device == "cuda":
             # JIT compilation and autotuning stay out of the traced call. Other values: the caching allocator
             # hands the traced call this call's output memory, which must not already hold the answer.
             warm = [trusted.clone(x) if isinstance(x, torch.Tensor) else x for x in inputs]
             refill(warm, trial.seed + 7, job.device, trusted.normal_, trusted.generator)
             with torch.no_grad():
-                models[s](*warm)
+                warmed = models[s](*warm)  # kept until the trial is over: its finalizers never run before the call
         tracker.weights = module_weights(models[s], torch)  # the weights a traced call may fold after a launch
         tracker.begin(trial.trace, inputs)
         with torch.no_grad(), (tracker.dispatch_mode() if trial.trace else contextlib.nullcontext()):
             out = models[s](*inputs)
         sync(job.device)
+        self._plain(inputs, out)
         kind, tensors = flatten(out)
         launched, trace = tracker.end(tensors)
         self.outputs.append([trusted.to(trusted.clone(t.detach()), "cpu") for t in tensors])
         record = trial_record(trial, job, inputs, kind, tensors)
         record.config_pass, record.launches, record.output_launched, record.trace = p, tracker.launches, launched, trace
         self.result.trials.append(record)
+        del out, warmed  # here, with the call's outputs copied: a finalizer tied to them runs now, not in a call
+
+    def _plain(self, inputs: list[Any], out: Any) -> None:
+        """Before the harness reads anything of a call: the tensors it returned and was handed hold no attributes of
+        their own (own_attributes); one that does is tampering, and the worker stops before reading it."""
+        try:
+            own_attributes("output", list(out) if type(out) in (tuple, list) else [out])
+            own_attributes("input", inputs)
+        except NotPlain as e:
+            self.refusals.append(str(e))
+            raise
 
     def time(self, model: Any, inputs: list[Any]) -> None:
         import torch
@@ -245,6 +283,9 @@ class _Session:
         try:
             with torch.no_grad():
                 self.result.timing = bench.gpu() if self.job.device == "cuda" else bench.cpu()
+        except NotPlain as e:  # tampering: the verdict says so, not a runtime error
+            self.refusals.append(str(e))
+            raise Stop from None
         except BaseException as e:
             self.result.error = describe_error(e, "timing", self.job)
             raise Stop from None
@@ -271,6 +312,7 @@ def profile(job: WorkerJob, gpu: Gpu) -> int:
 
                 AutotunePasses().install()
                 interpret.install()
+            Sources().install()  # the profile is of the code that was checked
             modules = problem_modules(job)
             state = weights(modules[0], job.seed, job.device)
             phase = "import"

@@ -104,19 +104,39 @@ def digest(x: Any) -> str:
     return repr(x)
 
 
+class NotPlain(Exception):
+    """A tensor the harness is about to read holds attributes of its own (see own_attributes)."""
+
+
+def own_attributes(what: str, tensors: list[Any]) -> None:
+    """Raise NotPlain where one of `tensors` (what the forward returned, or the inputs it was handed) holds attributes
+    in its own namespace. A tensor's namespace shadows its class's methods: `t.detach()`, `t.untyped_storage()` or
+    `t.is_floating_point()` read by the harness after the forward would call the candidate's function instead, outside
+    any recording, and only in the calls the harness reads (the checked ones). Plain tensors have none."""
+    import torch
+
+    for k, t in enumerate(tensors):
+        if isinstance(t, torch.Tensor) and vars(t):
+            names = ", ".join(sorted(map(str, vars(t)))[:4])
+            raise NotPlain(f"{what} {k} holds attributes of its own ({names}), which the harness would call where "
+                           "it reads the tensor")
+
+
 def flatten(out: Any) -> tuple[str, list[Any]]:
     """(kind, tensors): a Tensor or a tuple/list of Tensors; anything else is reported by its type. A tensor subclass
-    is not a tensor here: its methods (and so the harness's copy of it) could run code of the candidate's."""
+    is not a tensor here: its methods (and so the harness's copy of it) could run code of the candidate's; nor is a
+    tensor with attributes of its own, which shadow its methods."""
     import torch
 
     def plain(o: Any) -> bool:
-        return type(o) is torch.Tensor
+        return type(o) is torch.Tensor and not vars(o)
 
     if plain(out):
         return "tensor", [out]
     if type(out) in (tuple, list) and out and all(plain(o) for o in out):
         return f"{type(out).__name__}[{len(out)}]", list(out)
-    return f"not a plain tensor: {type(out).__name__}", []
+    kind = type(out).__name__ + (" with attributes of its own" if type(out) is torch.Tensor else "")
+    return f"not a plain tensor: {kind}", []
 
 
 def is_float(x: Any) -> bool:

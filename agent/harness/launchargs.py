@@ -66,6 +66,14 @@ def _pointer_like(x: Any, before: frozenset[type]) -> bool:
     return bool(_POINTER_NAMES & own.keys())
 
 
+def _tensor_with_attributes(x: Any) -> bool:
+    """A tensor whose own namespace holds names: they shadow its class's methods, so Triton asking it for its
+    address (data_ptr, untyped_storage) or the tracer for its extent would call the candidate's code instead."""
+    import torch
+
+    return isinstance(x, torch.Tensor) and bool(vars(x))
+
+
 def foreign_arguments(obj: Any, known: frozenset[type], before: frozenset[type]) -> list[str]:
     """The type names of launch arguments Triton could take for a pointer that are not tensors the tracer copies:
     Triton asks such an object for its address (the interpreter: its storage) inside the launch, where the tracer
@@ -85,6 +93,10 @@ def foreign_arguments(obj: Any, known: frozenset[type], before: frozenset[type])
             base = vars(x).get("base") if hasattr(t, "__dataclass_fields__") else None
             if base is not None and type(base) not in known:
                 out.append(f"{t.__name__} of a {type(base).__name__}")
+            elif base is not None:
+                stack.append(base)
+            elif _tensor_with_attributes(x):
+                out.append(f"a {t.__name__} with attributes of its own ({', '.join(sorted(map(str, vars(x)))[:3])})")
         elif _pointer_like(x, before):
             out.append(t.__name__)
     return out

@@ -324,9 +324,20 @@ class _Checker:
             self.add(node, "escape", "type(name, bases, namespace) builds a class from strings, past the checks on "
                      "class bodies: write a class statement")
         path = dotted(node.func, self.aliases)
+        if path == "functools.wraps" and not _lone_decorator(node):
+            self.add(node, "escape", "functools.wraps copies a namespace into what it is applied to (attributes set by "
+                     "names held in strings, as setattr): only as the one decorator of a def, @functools.wraps(fn)")
         if path and path.startswith("torch.backends.") and path.count(".") >= 2 and \
                 path.rsplit(".", 1)[1] not in _BACKEND_QUERIES:
             self.add(node, "backend-flags", f"`{path}(...)` changes PyTorch's backend flags: not allowed")
+
+
+def _lone_decorator(node: ast.Call) -> bool:
+    """`node` (one positional argument, no keywords) is the only decorator of a def: what it copies lands on the
+    candidate's own function, never on a tensor or a kernel object (a second decorator could be triton.jit)."""
+    parent = getattr(node, "_parent", None)
+    return len(node.args) == 1 and not node.keywords and isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+        and len(parent.decorator_list) == 1 and parent.decorator_list[0] is node
 
 
 _WHY = {

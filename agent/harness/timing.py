@@ -38,7 +38,7 @@ import statistics
 from collections.abc import Callable
 from typing import Any
 
-from agent.harness.inputs import flatten, refill
+from agent.harness.inputs import flatten, own_attributes, refill
 from agent.harness.job import BenchStats, TimingPlan
 from agent.harness.settings import TimingSettings
 
@@ -90,6 +90,7 @@ class Bench:
         self._fresh = 0
 
     def _fill(self, seed: int | None = None) -> None:
+        own_attributes("input", self.buffers)  # before the harness reads them (inputs.own_attributes)
         if seed is None:
             self._fresh += 1
             seed = self.plan.fresh_seed * 1_000_003 + self._fresh
@@ -118,6 +119,7 @@ class Bench:
         self.launch_counts.append(self.tracker.launches)
         if not keep:
             return None
+        own_attributes("output", list(out) if type(out) in (tuple, list) else [out])
         tensors = flatten(out)[1]
         launched, trace = self.tracker.end(tensors)
         return self.tracker.launches, launched, trace, [list(o.shape) for o in tensors]
@@ -138,10 +140,13 @@ class Bench:
 
     def gpu(self) -> BenchStats:
         """Both clocks, then energy: each loop one call below this one, so that every call of the forward has the
-        same frames above it (a forward that probes its stack, e.g. by recursing to the limit, cannot tell them)."""
+        same frames above it (a forward that probes its stack, e.g. by recursing to the limit, cannot tell them).
+        The candidate's finalizers run between its calls only (Trusted.collector_off): each call's output is let go once
+        it is read, and what the call left collected, before the next call's inputs are drawn."""
         cfg = self.cfg
-        stats = self._clocks()
-        self.energy(stats, base=len(self.plan.positions) + len(self.plan.latency_positions))
+        with self.t.collector_off():
+            stats = self._clocks()
+            self.energy(stats, base=len(self.plan.positions) + len(self.plan.latency_positions))
         honest = cfg.wall_factor * (stats.median_ms + (stats.host_ms or 0.0)) + cfg.wall_slack_ms
         latency, spread = stats.latency_ms, stats.latency_spread_pct
         if latency is not None and spread is not None and latency > honest:
@@ -196,6 +201,8 @@ class Bench:
                 walls.append((t2 - t0) * 1000)
                 hosts.append((t1 - t0) * 1000)
             self._end(out, keep=i in lat_at)
+            del out
+            t.collect()
         lat_samples = [lat_at[i] for i in sorted(lat_at)]
 
         # the device clock: calls queued back to back, events around each. Before each call the GPU gets a head start
@@ -214,6 +221,8 @@ class Bench:
             out = self._call(i in at)
             t.record(ends[i], stream)
             self._end(out, keep=i in at)  # the sampled output's copy is queued after the end event: not timed
+            del out
+            t.collect()
         t.sync()
         times = [t.elapsed(starts[i], ends[i]) for i in range(reps) if not self._traced(i in at)]
         samples = lat_samples + [at[i] for i in sorted(at)]  # the order the outputs were kept in
@@ -268,6 +277,8 @@ class Bench:
                     traces.append(recorded)
                 if i in at:  # a copy on the GPU, brought back after the block: a copy to the host would stall it
                     kept.append((at[i], [t.clone(o) for o in flatten(out)[1]]))
+                del out
+                t.collect()
             t.sync()
             done = t.perf_counter()
             end = counter.tick()
@@ -304,15 +315,18 @@ class Bench:
         t = self.t
         reps = max(1, self.cfg.cpu_reps)
         at = dict(zip(sample_indices(self.plan.positions, reps), range(len(self.plan.pool_seeds))))
-        self._fill()
-        self._call(False)  # warm-up
         times = []
-        for i in range(reps):
-            self._fill(self.plan.pool_seeds[at[i]] if i in at else None)
-            t0 = t.perf_counter()
-            out = self._call(i in at)  # every call is checked here, so traced: its time is kept (not meaningful)
-            times.append((t.perf_counter() - t0) * 1000)
-            self._end(out, keep=i in at)
+        with t.collector_off():  # as on the GPU (gpu())
+            self._fill()
+            self._call(False)  # warm-up
+            for i in range(reps):
+                self._fill(self.plan.pool_seeds[at[i]] if i in at else None)
+                t0 = t.perf_counter()
+                out = self._call(i in at)  # every call is checked here, so traced: its time is kept (not meaningful)
+                times.append((t.perf_counter() - t0) * 1000)
+                self._end(out, keep=i in at)
+                del out
+                t.collect()
         stats = self._stats(times, [at[i] for i in sorted(at)], "CPU mode (TRITON_INTERPRET=1): not meaningful")
         # one clock on the CPU: a call's wall time is both its device time and its latency
         stats.latency_ms, stats.latency_spread_pct, stats.host_ms = stats.median_ms, stats.spread_pct, stats.median_ms

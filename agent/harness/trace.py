@@ -104,6 +104,17 @@ def watches_the_gpu(func: Any, args: Any, kwargs: dict) -> str | None:
     return None
 
 
+STACK_MARGIN = 100  # frames: more than the recorder ever needs; honest forwards run a few dozen deep of 1,000 or more
+
+
+# An operator run within STACK_MARGIN frames of Python's recursion limit: there it fails in a recorded call (the
+# recorder's Python frames take the last room) and not in the others, so a forward that recursed to the edge first
+# could tell them apart. The worker raises the limit far above what any honest forward uses
+# (agent.harness.candidate.STACK_ROOM): a probe costs a recursion that deep on every call, and one the recorder sees
+# is reported.
+_EDGE = f"an operator run within {STACK_MARGIN} frames of the recursion limit (where the recorder's own frames fail)"
+
+
 class Tracker:
     """Counts and (when tracing) records Triton launches and PyTorch operators, per forward call."""
 
@@ -131,6 +142,14 @@ class Tracker:
         self._kept: dict[int, tuple[Any, Any]] = {}
         self._intact: set[int] = set()
         self.known, self.before = known_types(torch), classes_now()
+        # A tensor's (or storage's) own namespace shadows its class's methods: `t.numel()` would call whatever the
+        # candidate stored on t under that name, here in the tracker's bookkeeping, where no operator is recorded
+        # (inside the recorder's dispatch its mode is off). The tracker reads tensors through their classes only.
+        tensor: Any = torch._C.TensorBase
+        storage: Any = torch._C.StorageBase
+        self._storage_of, self._numel, self._element_size = tensor.untyped_storage, tensor.numel, tensor.element_size
+        self._storage_offset, self._stride = tensor.storage_offset, tensor.stride
+        self._address, self._nbytes = storage.data_ptr, storage.nbytes
 
     # ---------------------------------------------------------------- hooks
 
@@ -210,13 +229,16 @@ class Tracker:
             self.depth -= 1
 
     def _key(self, t: Any) -> int:
-        return int(t.untyped_storage().data_ptr())
+        return int(self._address(self._storage_of(t)))
+
+    def _bytes(self, t: Any) -> int:
+        return int(self._numel(t)) * int(self._element_size(t))
 
     def _id(self, t: Any) -> int:
         key = self._key(t)
         if key not in self._ids:
             self._ids[key] = len(self._storages)  # ids are never reused: a retired address keeps its storage's record
-            self._storages[self._ids[key]] = Storage(id=self._ids[key], bytes=int(t.untyped_storage().nbytes()),
+            self._storages[self._ids[key]] = Storage(id=self._ids[key], bytes=int(self._nbytes(self._storage_of(t))),
                                                      shape=list(t.shape))
         return self._ids[key]
 
@@ -266,9 +288,9 @@ class Tracker:
 
     def _extent(self, t: Any) -> Span:
         """The bytes of its storage a tensor view covers."""
-        size = t.element_size()
-        lo = t.storage_offset() * size
-        reach = sum((n - 1) * st for n, st in zip(t.shape, t.stride()) if n > 0) + 1 if t.numel() else 0
+        size = self._element_size(t)
+        lo = self._storage_offset(t) * size
+        reach = sum((n - 1) * st for n, st in zip(t.shape, self._stride(t)) if n > 0) + 1 if self._numel(t) else 0
         return Span(id=self._id(t), lo=lo, hi=lo + reach * size)
 
     def _changed(self, t: Any, before: Any) -> Span | None:
@@ -276,13 +298,13 @@ class Tracker:
         if self.trusted.equal(before, after):
             return None
         where = (before != after).nonzero()
-        size = t.element_size()  # whole elements: a float's low bytes may not change (2.0 is 00 00 00 40)
+        size = self._element_size(t)  # whole elements: a float's low bytes may not change (2.0 is 00 00 00 40)
         lo, hi = int(where[0]), int(where[-1]) + 1
         return Span(id=self._id(t), lo=lo - lo % size, hi=hi + (-hi) % size)
 
     def _snapshot(self, t: Any) -> Any:
         """A copy of the whole storage under `t` (a launch may write outside the view it was given)."""
-        whole = self.torch.empty(0, dtype=self.torch.uint8, device=t.device).set_(t.untyped_storage())
+        whole = self.torch.empty(0, dtype=self.torch.uint8, device=t.device).set_(self._storage_of(t))
         return self.trusted.clone(whole)
 
     # ---------------------------------------------------------------- operators
@@ -299,6 +321,22 @@ class Tracker:
                 return False  # True would import torch._dynamo (2.3 s) to wrap a method nothing compiles
 
             def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+                try:  # first, with nothing called: at the stack's edge any call fails
+                    if tracker.tracing and sys._getframe(max(0, sys.getrecursionlimit() - STACK_MARGIN)):
+                        tracker._watching.append(_EDGE)
+                except ValueError:  # the stack is not that deep: where every honest forward runs
+                    pass
+                except RecursionError:
+                    tracker._watching.append(_EDGE)
+                    raise
+                try:
+                    return self.record(func, types, args, kwargs)
+                except RecursionError:  # the recorder's own frames took the last of the stack
+                    if tracker.tracing:
+                        tracker._watching.append(_EDGE)
+                    raise
+
+            def record(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
                 mine = tracker.tracing and (not tracker.depth or tracker.candidate_inside())
                 if mine:  # before the call: it may fail, as pinning does without a GPU
                     if why := watches_the_gpu(func, args, kwargs or {}):
@@ -321,7 +359,7 @@ class Tracker:
         forward's wherever they run: the innermost frame of the candidate's file comes before any of this module's."""
         if not self.candidate:
             return False
-        frame: Any = sys._getframe(2)  # above __torch_dispatch__
+        frame: Any = sys._getframe(3)  # above __torch_dispatch__ (candidate_inside, record, __torch_dispatch__)
         while frame is not None:
             name = frame.f_code.co_filename
             if name == self.candidate:
@@ -337,7 +375,7 @@ class Tracker:
             name = func._overloadpacket.__name__
             ins = {id(t): t for t in _tensors((args, kwargs), self.torch)}
             outs = _tensors(out, self.torch)
-            sizes = [t.numel() * t.element_size() for t in ins.values()]
+            sizes = [self._bytes(t) for t in ins.values()]
             kind: Literal["free", "heavy", "compute"] = (
                 "free" if name in self.free else "heavy" if name in self.heavy else "compute")
             self._record_read(name, kind, list(ins.values()), outs)
@@ -348,7 +386,7 @@ class Tracker:
             op = self._ops.setdefault(name, Op(name=name, kind=kind))
             op.calls += 1
             op.in_bytes += sum(sizes)
-            op.out_bytes += sum(t.numel() * t.element_size() for t in _tensors(out, self.torch))
+            op.out_bytes += sum(self._bytes(t) for t in _tensors(out, self.torch))
             in_keys = {self._key(t) for t in ins.values()}
             made = {self._key(t) for t in outs} - in_keys  # allocations: a key met before is a freed storage's address
             for key in made & (self._seen | set(self._ids)):
@@ -358,9 +396,9 @@ class Tracker:
                 self._tainted.update(self._key(t) for t in outs)
             self._born.update(made)
             self._seen.update(in_keys | {self._key(t) for t in outs})
-            op.largest_bytes = max([op.largest_bytes, *sizes, *(t.numel() * t.element_size() for t in outs)])
-            if kind == "heavy" and sum(sizes):
-                ratio = sum(t.numel() * t.element_size() for t in _tensors(out, self.torch)) / sum(sizes)
+            op.largest_bytes = max([op.largest_bytes, *sizes, *(self._bytes(t) for t in outs)])
+            if kind == "heavy" and sum(sizes) > 0:
+                ratio = sum(self._bytes(t) for t in _tensors(out, self.torch)) / sum(sizes)
                 op.least_yield = ratio if op.least_yield is None else min(op.least_yield, ratio)
         finally:
             self.depth -= 1

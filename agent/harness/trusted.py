@@ -50,6 +50,10 @@ class Trusted:
             # there to the forward (default stream), which then gets in a recorded call what it gets in the others
             self.aside = torch.cuda.Stream()
             self.stream_context = torch.cuda.stream
+        import gc
+
+        # the cycle collector runs finalizers (a candidate class's __del__) wherever a collection starts (collector_off)
+        self._gc = (gc.enable, gc.disable, gc.isenabled, gc.collect)
         self.energy: Any = None  # an agent.harness.energy.EnergyCounter once open_energy() found one
         self.energy_note = "CPU mode: no GPU energy counter" if not self.cuda else "energy counter not opened"
 
@@ -78,6 +82,32 @@ class Trusted:
     def sync(self) -> None:
         if self.cuda:
             self._sync()
+
+    def collector_off(self) -> Any:
+        """A context in which no collection starts by itself: the candidate's finalizers (its classes' __del__) run
+        where `collect` is called, between calls, never inside one. The collector starts wherever an allocation tips
+        it over its threshold, and in a traced call that is mostly inside the recorder's dispatch, where its mode is
+        off: a finalizer there computed unrecorded. Every call runs so, traced or not (nothing to tell them by)."""
+        import contextlib
+
+        enable, disable, enabled, _ = self._gc
+
+        @contextlib.contextmanager
+        def off() -> Any:
+            was = enabled()
+            disable()
+            try:
+                yield
+            finally:
+                if was:
+                    enable()
+
+        return off()
+
+    def collect(self) -> None:
+        """Collect what the last call left (with the collector off, all of it is in the youngest generation): where
+        the harness calls this, the call's outputs are copied and the next call's inputs not yet drawn."""
+        self._gc[3](0)
 
     def event(self) -> Any:
         return self.event_type(enable_timing=True)
