@@ -1,0 +1,19 @@
+# Every GPU check that CPU mode cannot stand in for and no session has run yet, in one call (the device time of a
+# session is short and a fresh machine costs minutes: one call, back to back). Each check writes under its own
+# folder of $OUT and its log to $OUT/<check>.log; a check that fails does not stop the others.
+#   red7, legit7 (sixth session), red8, legit8 (seventh): hostile and honest answers near the trust boundary's
+#   changes, each script's last line "all as expected" or the cases that were not;
+#   window: the offline window families (kb_96 pool_fused against torch.compile's 4.546 ms device on an H100).
+# Usage (GPU machine, repo root, wheels installed to /opt/site): bash bench/gpu_pending.sh [CHECK ...]
+#   CHECKS default: red8 legit8 window red7 legit7 (the order of what is least covered elsewhere)
+set -u
+export PYTHONPATH=${PYTHONPATH:-/opt/site}:$PWD NO_COLOR=1 COLUMNS=160 PYTHONUNBUFFERED=1
+OUT=${OUT:-./pending_out}; mkdir -p "$OUT"
+for C in ${*:-red8 legit8 window red7 legit7}; do
+  D=$OUT/$C; mkdir -p "$D"; t0=$(date +%s)
+  case $C in
+    window) OUT=$D bash bench/gpu_window_check.sh > "$OUT/$C.log" 2>&1 ;;
+    *) OUT=$D python "bench/gpu_${C}_check.py" > "$OUT/$C.log" 2>&1 ;;
+  esac
+  echo "== $C rc=$? in $(( $(date +%s) - t0 )) s: $(tail -1 "$OUT/$C.log")"
+done
