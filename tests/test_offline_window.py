@@ -114,6 +114,39 @@ def test_only_the_window_families_are_proposed_the_fused_one_first():
     assert set(families(KB08)) == {"pool"}
 
 
+def test_a_max_pool_after_a_transposed_conv2d_takes_no_closed_form_and_no_fused_conv(tmp_path):
+    """The closed form (algebraic) and the implicit-GEMM conv (fused) average the conv's own output: with a max-pool
+    between, only the window families apply, at every stage (the algebraic one included)."""
+    p = tmp_path / "convt2d_pool.py"
+    p.write_text(textwrap.dedent("""\
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.ConvTranspose2d(3, 4, 3)
+
+            def forward(self, x):
+                return F.max_pool2d(self.conv(x), 2).mean(dim=(2, 3))
+
+
+        def get_inputs():
+            return [torch.randn(2, 3, 9, 9)]
+
+
+        def get_init_inputs():
+            return []
+        """))
+    plan = recognise(load_problem(str(p)))
+    assert plan.window == [2, 2] and not plan.algebraic and plan.conv_k is None
+    prop = OfflineProposer(load_problem(str(p)), H100)
+    answers = prop.propose(ProposalContext(prompt="p", k=8, stage="algebraic", code="")).answers
+    assert answers and {prop.variant_of(extract_code(a.text)).family for a in answers} == {"pool"}
+
+
 def test_a_window_family_refuses_a_plan_without_a_window_and_the_others_one_with():
     with pytest.raises(ValueError, match="pool family"):
         render(recognise(load_problem("gap44")), variant("pool", 1024), H100)

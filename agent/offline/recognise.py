@@ -309,14 +309,14 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
 
     conv = gm.get_submodule(producer[0]) if len(producer) == 1 else None
     algebraic = (
-        conv is not None and type(conv).__name__ in _ops()["algebraic"]["modules"] and not pre
+        conv is not None and type(conv).__name__ in _ops()["algebraic"]["modules"] and not pre and window is None
         and getattr(conv, "groups", 0) == 1 and getattr(conv, "padding_mode", "") == "zeros" and x.dim() == 4
     )
     conv_fn = None
     if conv is not None and type(conv).__name__ in _CONV_FUNCTIONS and getattr(conv, "padding_mode", "") == "zeros":
         conv_fn = _CONV_FUNCTIONS[type(conv).__name__]
     conv_k = None
-    if conv is not None and conv_fn == "conv2d" and getattr(conv, "groups", 0) == 1 and x.dim() == 4:
+    if conv is not None and conv_fn == "conv2d" and getattr(conv, "groups", 0) == 1 and x.dim() == 4 and window is None:
         conv_k = math.prod(conv.weight.shape[1:])
     window_fused = (
         window is not None and conv is not None and type(conv).__name__ == "ConvTranspose3d" and x.dim() == 5
@@ -329,7 +329,8 @@ def _walk(gm, model, x) -> Plan:  # noqa: C901 (one pass over the graph, one bra
     assert mid_shape is not None and nc is not None
     return Plan(
         init_source="", producer=producer, producer_kind=producer_kind, pre=pre, post=post, operands=operands,
-        window=window, pooled=pooled, window_fused=window_fused, rowwise=rowwise, tail=tail, out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1],
+        window=window, pooled=pooled, window_fused=window_fused, rowwise=rowwise, tail=tail,
+        out_ones=len(kernel_shape) - 2, batch=nc[0], channels=nc[1],
         length=math.prod(mid_shape[2:]),
         in_bytes=x.numel() * itemsize, mid_bytes=math.prod(mid_shape) * itemsize, algebraic=algebraic,
         conv_fn=conv_fn, conv_bias=conv_fn is not None and getattr(conv, "bias", None) is not None, conv_k=conv_k,
