@@ -56,12 +56,15 @@ def cases() -> dict[str, tuple[str, str, str, str]]:
 
 
 def main() -> int:
-    chosen = cases()
+    only = os.environ.get("CASES", "").split()  # a subset by name (CASES="a b"), all by default
+    chosen = {k: v for k, v in cases().items() if not only or k in only}
     reqs = [EvalRequest(source=Path(f).read_text(), problem=load_problem(problem),
                         stage=get_stage(stage), device="cuda", time_it=True)
             for problem, stage, f, _ in chosen.values()]
     rows = []
-    for (name, (_, _, _, expected)), r in zip(chosen.items(), evaluate_many(reqs)):
+    names = list(chosen)
+    progress = lambda i, r: print(f"# {names[i]}: {r.verdict.value}", file=sys.stderr, flush=True)  # noqa: E731
+    for (name, (_, _, _, expected)), r in zip(chosen.items(), evaluate_many(reqs, on_result=progress)):
         t = r.timing
         rows.append({"case": name, "expected": expected, "verdict": r.verdict.value, "message": r.message,
                      "device_ms": t.device_ms if t else None, "latency_ms": t.latency_ms if t else None})

@@ -93,7 +93,8 @@ def main() -> None:
     reqs = [EvalRequest(source=(UNREPORTED if n == UNREPORTED.name else CANDIDATES / n).read_text(),
                         problem=load_problem("gap44"),
                         stage=get_stage("memory-fusion"), device="cuda", time_it=True, timeout_s=300) for n in names]
-    for name, r in zip(names, evaluate_many(reqs)):
+    progress = lambda i, r: print(f"# {names[i]}: {r.verdict.value}", file=sys.stderr, flush=True)  # noqa: E731
+    for name, r in zip(names, evaluate_many(reqs, on_result=progress)):
         t = r.timing
         row = {"case": name, "expect": "correct" if name in LEGIT else "not correct", "verdict": r.verdict.value,
                "message": r.message[:300], "device_ms": t.device_ms if t else None,
