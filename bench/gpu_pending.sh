@@ -7,7 +7,7 @@
 # Usage (GPU machine, repo root, wheels installed to /opt/site): bash bench/gpu_pending.sh [CHECK ...]
 #   CHECKS default: red8 legit8 window red7 legit7 (the order of what is least covered elsewhere)
 # Measured on an H100 (eighth session): more than one call's 10 minutes in all. Beside legit8, red8 took about 9 minutes
-# (10 gap44 answers, one held to its 300 s limit); legit8 needs more than 9 (seven problems, each with its own
+# (10 gap44 answers and their baselines); legit8 needs more than 9 (seven problems, each with its own
 # baselines at full size: CASES="a b" runs a subset, kb23 + kb77 took 142 s); four checks at once finished none in 9.5
 # minutes. Give each check its own call.
 set -u
