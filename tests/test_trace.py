@@ -450,3 +450,26 @@ def test_an_operator_run_at_the_edge_of_the_recursion_limit_is_recorded_as_a_tel
     ''')
     assert found["trace"]["watching"] == [
         "an operator run within 100 frames of the recursion limit (where the recorder's own frames fail)"]
+
+
+def test_a_numeric_flag_set_around_an_operator_and_put_back_is_recorded_where_the_operator_runs():
+    got = run('''
+        from agent.harness.trusted import numeric_flags
+        tracker.flags = numeric_flags()
+        cudnn, w = torch.backends.cudnn, torch.ones(4, 4, 1)
+        def fwd(x):
+            cudnn.benchmark = True                # where the convolution runs: faster than the baseline's
+            y = torch.nn.functional.conv1d(x, w)
+            cudnn.benchmark = False               # put back: nothing to see after the call
+            out = torch.empty(4, 8)
+            scale[(4,)](y.reshape(-1), out, 32, 1.0, B=8)
+            return out
+        record(fwd, [torch.ones(1, 4, 8)])
+        def honest(x):
+            out = torch.empty(4, 8)
+            scale[(4,)](x.reshape(-1), out, 32, 1.0, B=8)
+            return out
+        record(honest, [torch.ones(1, 4, 8)])
+    ''', last=2)
+    assert got[0]["trace"]["flags"] == ["cudnn.benchmark False -> True at aten.convolution"]
+    assert got[1]["trace"]["flags"] == []

@@ -117,3 +117,14 @@ def test_with_the_collector_off_finalizers_run_only_where_the_harness_collects()
         trusted.collect()
         assert len(fired) == 5000
     assert gc.isenabled()
+
+
+def test_numeric_flags_read_a_flag_pytorch_cannot_report_as_its_error_not_as_a_failure():
+    # the legacy TF32 getters raise once the newer fp32_precision settings say otherwise: a candidate setting those
+    # must change what the harness reads, not crash its reading
+    code = ("import torch\nfrom agent.harness.trusted import numeric_flags\nbefore = numeric_flags()\n"
+            "torch.backends.fp32_precision = 'tf32'\nafter = numeric_flags()\n"
+            "print(sorted(k for k in before if after.get(k) != before[k]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "matmul.allow_tf32" in r.stdout

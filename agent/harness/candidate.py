@@ -24,7 +24,7 @@ from agent.harness.inputs import (
 )
 from agent.harness.job import TrialRecord, TrialSpec, WorkerJob, WorkerResult
 from agent.harness.kernelsource import Sources
-from agent.harness.trusted import restore_speed_flags, speed_flags
+from agent.harness.trusted import numeric_flags, restore_speed_flags, speed_flags
 from agent.harness.workerio import (
     Gpu,
     Stop,
@@ -163,6 +163,7 @@ class _Session:
             if "pynvml" in sys.modules:
                 watched["pynvml"] = sys.modules["pynvml"]
         self.integrity = Integrity(watched)
+        self.tracker.flags = numeric_flags()  # before the candidate's import: the defaults, as the baseline runs
         guard(str(job.candidate_path), self.refusals.append)
 
     def tampered(self) -> list[str]:

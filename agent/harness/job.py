@@ -154,6 +154,8 @@ class Trace(Model):
     watching: list[str] = Field(default_factory=list, description="what let the forward tell a recorded call from "
                                 "the others: operators that let the host see the GPU's progress "
                                 "(agent.harness.trace.watches_the_gpu), tensor classes of the candidate's")
+    flags: list[str] = Field(default_factory=list, description="numeric flags that differed from the harness's where "
+                             "an operator ran (agent.harness.trace.Tracker.flags_where)")
 
 
 class TrialRecord(Model):

@@ -75,6 +75,10 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules, zero_
         return (f"the forward used {', '.join(sorted(set(trace.watching)))} ({_where(trial)}): each tells the calls "
                 "the harness records from the others (pinned memory or a copy to the host that does not wait shows "
                 "whether the GPU has finished; a tensor subclass's dispatch runs deeper inside the recorder)")
+    if trace.flags:
+        return (f"the forward changed PyTorch's backend flags while it ran ({'; '.join(trace.flags)}; {_where(trial)}): "
+                "results and timings use the defaults, as the baseline's do (put back before it returned, a flag is "
+                "read where each operator runs)")
     for launch in trace.launches:
         if launch.foreign:
             return (f"kernel `{launch.kernel}` was given {', '.join(sorted(set(launch.foreign)))} ({_where(trial)}): "

@@ -141,6 +141,9 @@ class Tracker:
         self.weights: list[Any] = []
         self._kept: dict[int, tuple[Any, Any]] = {}
         self._intact: set[int] = set()
+        # the numeric flags as the harness set them (agent.harness.candidate): read as each recorded operator runs
+        self.flags: dict[str, Any] = {}
+        self._flags_set: list[str] = []
         self.known, self.before = known_types(torch), classes_now()
         # A tensor's (or storage's) own namespace shadows its class's methods: `t.numel()` would call whatever the
         # candidate stored on t under that name, here in the tracker's bookkeeping, where no operator is recorded
@@ -207,6 +210,7 @@ class Tracker:
         self._seen: set[int] = set()
         self._born: set[int] = set()
         self._watching: list[str] = []
+        self._flags_set = []
         self._intact, self._kept = set(), {}
         if trace and self.weights:  # never in a timed call: apart() synchronizes
             with self.trusted.apart():
@@ -222,7 +226,7 @@ class Tracker:
                 return launched, None
             trace = Trace(launches=self._launch_log, ops=list(self._ops.values()), reads=self._reads,
                           inputs=self._input_ids, outputs=[self._id(t) for t in outputs],
-                          storages=list(self._storages.values()), watching=self._watching)
+                          storages=list(self._storages.values()), watching=self._watching, flags=self._flags_set)
             self.tracing = False
             return launched, trace
         finally:
@@ -345,12 +349,24 @@ class Tracker:
                     # deeper than in a call nobody records (a recursion probe tells them apart)
                     tracker._watching += [f"{t.__name__}, a tensor subclass of its own" for t in types
                                           if t not in tracker.before]
+                    tracker.flags_where(func)
                 out = func(*args, **(kwargs or {}))
                 if mine:
                     tracker._op(func, args, kwargs or {}, out)
                 return out
 
         return Recorder()
+
+    def flags_where(self, func: Any) -> None:
+        """A numeric flag that differs from the harness's where an operator runs: set by the forward around its
+        convolution or matmul and put back before it returns, it is never seen after the call."""
+        if not self.flags:
+            return
+        from agent.harness.trusted import numeric_flags
+
+        now = numeric_flags()
+        self._flags_set += [f"{k} {v!r} -> {now[k]!r} at aten.{func._overloadpacket.__name__}" for k, v in self.flags.items()
+                            if k in now and now[k] != v and not any(m.startswith(k + " ") for m in self._flags_set)]
 
     def candidate_inside(self) -> bool:
         """Whether the candidate's code runs this operator from inside a launch or the tracker's bookkeeping: Triton

@@ -121,16 +121,42 @@ def _flags() -> dict[str, Any]:
     """PyTorch's numeric and dispatch state: a candidate must be judged, and timed, under the defaults."""
     import torch
 
-    cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
-    return {
-        "cudnn.enabled": cudnn.enabled, "cudnn.benchmark": cudnn.benchmark, "cudnn.deterministic": cudnn.deterministic,
-        "cudnn.allow_tf32": cudnn.allow_tf32, "matmul.allow_tf32": matmul.allow_tf32,
-        "matmul.allow_fp16_reduced_precision_reduction": matmul.allow_fp16_reduced_precision_reduction,
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled(),
-        "default_dtype": str(torch.get_default_dtype()), "num_threads": torch.get_num_threads(),
-        "dispatch_modes": torch._C._len_torch_dispatch_stack(), "function_modes": torch._C._len_torch_function_stack(),
+    return {**numeric_flags(), "dispatch_modes": torch._C._len_torch_dispatch_stack(),
+            "function_modes": torch._C._len_torch_function_stack()}
+
+
+def numeric_flags() -> dict[str, Any]:
+    """The flags that change what an operator computes or how fast (cuDNN's and cuBLAS's choices, TF32 and reduced
+    precision, the default dtype, threads): read where each operator of a recorded call runs (a forward can set one
+    around its convolution and put it back before it returns) and compared after the calls. A flag that cannot be
+    read has its error as its value: PyTorch's legacy TF32 getters raise once the newer fp32_precision settings were
+    given other values (the harness only ever uses the legacy ones), and a flag this PyTorch lacks is absent."""
+    import torch
+
+    cudnn, cuda, matmul = torch.backends.cudnn, torch.backends.cuda, torch.backends.cuda.matmul
+    readers: dict[str, Callable[[], Any]] = {
+        "cudnn.enabled": lambda: cudnn.enabled, "cudnn.benchmark": lambda: cudnn.benchmark,
+        "cudnn.deterministic": lambda: cudnn.deterministic, "cudnn.allow_tf32": lambda: cudnn.allow_tf32,
+        "matmul.allow_tf32": lambda: matmul.allow_tf32,
+        "matmul.allow_fp16_reduced_precision_reduction": lambda: matmul.allow_fp16_reduced_precision_reduction,
+        "matmul.allow_bf16_reduced_precision_reduction": lambda: matmul.allow_bf16_reduced_precision_reduction,
+        "matmul.allow_fp16_accumulation": lambda: matmul.allow_fp16_accumulation,
+        "float32_matmul_precision": torch.get_float32_matmul_precision,
+        "deterministic_algorithms": torch.are_deterministic_algorithms_enabled,
+        "default_dtype": lambda: str(torch.get_default_dtype()), "num_threads": torch.get_num_threads,
+        "blas_library": lambda: str(cuda.preferred_blas_library()),
+        "linalg_library": lambda: str(cuda.preferred_linalg_library()),
+        "mkldnn.enabled": lambda: torch.backends.mkldnn.enabled,
     }
+    out: dict[str, Any] = {}
+    for name, read in readers.items():
+        try:
+            out[name] = read()
+        except AttributeError:
+            pass
+        except RuntimeError as e:
+            out[name] = f"unreadable ({type(e).__name__})"
+    return out
 
 
 def speed_flags() -> dict[str, Any]:
