@@ -147,6 +147,11 @@ def numeric_flags() -> dict[str, Any]:
         "blas_library": lambda: str(cuda.preferred_blas_library()),
         "linalg_library": lambda: str(cuda.preferred_linalg_library()),
         "mkldnn.enabled": lambda: torch.backends.mkldnn.enabled,
+        "cudnn.benchmark_limit": lambda: cudnn.benchmark_limit,
+        # attention's backends and the math backend's reduced-precision reduction; einsum's contraction order
+        "sdp": lambda: (cuda.flash_sdp_enabled(), cuda.mem_efficient_sdp_enabled(), cuda.math_sdp_enabled(),
+                        cuda.cudnn_sdp_enabled(), cuda.fp16_bf16_reduction_math_sdp_allowed()),
+        "opt_einsum": lambda: (torch.backends.opt_einsum.enabled, torch.backends.opt_einsum.strategy),
     }
     out: dict[str, Any] = {}
     for name, read in readers.items():
