@@ -9,6 +9,12 @@
    are undone before the calls): correct.py (gap44), legit_kb51_tf32_off_flags.py (kb_51),
    legit_kb67_cudnn_benchmark_channels_last.py (kb_67): `correct`, with timings.
 
+3. informational: bench/candidates/red9_cudnn_plan_warmed_in_init.py (gap44) sets cudnn.benchmark at import (allowed,
+   undone before the calls) and runs one convolution at the full size in __init__, while autotuning is on. Expected
+   `correct`; compare its device_ms with correct.py's (the same conv and kernel): clearly lower (the script prints
+   `plan_kept_ms_saved`) means cuDNN kept the plan its autotuning found after the harness turned benchmark off (its
+   plan cache is keyed without the flag), and an answer buys the baseline-beating conv by setting an allowed flag.
+
 Run `python bench/gpu_red9_check.py` on a GPU machine (a few minutes). Results: $OUT/gpu_red9_check.json (or ./);
 the last line says "all as expected" or names the cases that were not.
 """
@@ -36,6 +42,7 @@ CASES = [
     (T / "correct.py", "gap44", "correct", ""),
     (T / "legit_kb51_tf32_off_flags.py", KB51, "correct", ""),
     (T / "legit_kb67_cudnn_benchmark_channels_last.py", KB67, "correct", ""),
+    (B / "red9_cudnn_plan_warmed_in_init.py", "gap44", "correct", ""),
 ]
 
 
@@ -51,6 +58,11 @@ def main() -> None:
         row["ok"] = row["verdict"] == expect and text in r.message
         print(json.dumps(row), flush=True)
         rows.append(row)
+    by = {r["case"]: r for r in rows}
+    warmed, plain = by["red9_cudnn_plan_warmed_in_init.py"], by["correct.py"]
+    if warmed["device_ms"] and plain["device_ms"]:
+        print(json.dumps({"plan_kept_ms_saved": plain["device_ms"] - warmed["device_ms"],
+                          "correct_ms": plain["device_ms"], "warmed_ms": warmed["device_ms"]}))
     print("all as expected" if all(r["ok"] for r in rows) else "NOT as expected: " +
           ", ".join(r["case"] for r in rows if not r["ok"]))
     out = Path(os.environ.get("OUT", "."))
