@@ -234,3 +234,13 @@ def test_a_forward_that_watches_the_gpus_progress_from_the_host_is_refused():
     watched.trace.watching = ["aten.empty: pinned host memory"]
     found = traced(watched, REFERENCE, FUSION)
     assert found is not None and "pinned host memory" in found
+
+
+def test_a_numeric_flag_that_differed_where_an_operator_ran_is_refused_naming_it():
+    fused = Launch(kernel="gap", args=[span(1), span(2)], written=[span(2)])
+    flagged = trial([fused])
+    assert flagged.trace is not None
+    flagged.trace.flags = ["cudnn.benchmark False -> True at aten.convolution"]
+    msg = traced(flagged, REFERENCE, StageRules())
+    assert msg and "backend flags" in msg and "cudnn.benchmark False -> True at aten.convolution" in msg
+    assert traced(trial([fused]), REFERENCE, StageRules()) is None
