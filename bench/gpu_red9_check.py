@@ -15,6 +15,10 @@
    `plan_kept_ms_saved`) means cuDNN kept the plan its autotuning found after the harness turned benchmark off (its
    plan cache is keyed without the flag), and an answer buys the baseline-beating conv by setting an allowed flag.
 
+4. informational: bench/candidates/red9_fp16_conv_autocast.py (gap44), the conv under fp16 autocast (bf16 in CPU
+   mode: incorrect). Expected `incorrect` under the fp32 tolerance; where it is `correct` and faster than correct.py,
+   fp16 convolutions pass as fp32 answers at the GPU's sizes (the row says; the lead decides whether that is a hole).
+
 Run `python bench/gpu_red9_check.py` on a GPU machine (a few minutes). Results: $OUT/gpu_red9_check.json (or ./);
 the last line says "all as expected" or names the cases that were not.
 """
@@ -43,7 +47,9 @@ CASES = [
     (T / "legit_kb51_tf32_off_flags.py", KB51, "correct", ""),
     (T / "legit_kb67_cudnn_benchmark_channels_last.py", KB67, "correct", ""),
     (B / "red9_cudnn_plan_warmed_in_init.py", "gap44", "correct", ""),
+    (B / "red9_fp16_conv_autocast.py", "gap44", "incorrect", ""),
 ]
+INFORMATIONAL = {"red9_cudnn_plan_warmed_in_init.py", "red9_fp16_conv_autocast.py"}
 
 
 def main() -> None:
@@ -63,8 +69,8 @@ def main() -> None:
     if warmed["device_ms"] and plain["device_ms"]:
         print(json.dumps({"plan_kept_ms_saved": plain["device_ms"] - warmed["device_ms"],
                           "correct_ms": plain["device_ms"], "warmed_ms": warmed["device_ms"]}))
-    print("all as expected" if all(r["ok"] for r in rows) else "NOT as expected: " +
-          ", ".join(r["case"] for r in rows if not r["ok"]))
+    print("all as expected" if all(r["ok"] or r["case"] in INFORMATIONAL for r in rows) else "NOT as expected: " +
+          ", ".join(r["case"] for r in rows if not r["ok"] and r["case"] not in INFORMATIONAL))
     out = Path(os.environ.get("OUT", "."))
     out.mkdir(parents=True, exist_ok=True)
     (out / "gpu_red9_check.json").write_text(json.dumps(rows, indent=1))
