@@ -207,3 +207,24 @@ def test_a_joined_block_brings_the_earlier_blocks_it_needs_as_it_runs():
     draft = "import torch\n\ndef unrelated():\n    return 1\n"
     code = extract_code(fenced(draft) + fenced(kernel.replace("@triton.jit\n", "")) + fenced(model))
     assert code is not None and "unrelated" not in code and "def gap(x):" in code
+
+
+def test_an_answer_written_as_a_json_object_is_read_through_its_code_strings():
+    """An LLM in JSON mode answers {"explanation": ..., "code": "import torch\\n..."}: bare, in a ```json block, as
+    files in a list, or with a markdown answer in one string (was: no_code)."""
+    import json
+
+    kernel = "import torch\n\ndef gap(x):\n    return x\n"
+    model = "from kernels import gap\n\n" + CODE
+    for reply in (json.dumps({"explanation": "fused", "code": CODE}),
+                  "Result:\n```json\n" + json.dumps({"code": CODE}, indent=2) + "\n```\n",
+                  json.dumps({"files": [{"path": "kernels.py", "content": kernel},
+                                        {"path": "model_new.py", "content": model}]}),
+                  json.dumps({"answer": "Here:\n" + fenced(CODE) + "Done."})):
+        code = extract_code(reply)
+        assert code is not None and "class ModelNew" in code, reply[:40]
+        compile(code, "candidate", "exec")
+    assert "def gap(x):" in (extract_code(json.dumps({"a": kernel, "b": model})) or "")
+    # JSON whose strings define no ModelNew is still no code, and a python block defining it wins over any JSON
+    assert extract_code(json.dumps({"code": kernel})) is None
+    assert extract_code(fenced(CODE) + "```json\n" + json.dumps({"code": CODE + "\nX = 1\n"}) + "\n```\n") == CODE

@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import re
 
+from agent.harness import jsonreply
+
 # An opening fence with an optional language tag, its body, and a closing fence (or the end of a cut-off answer).
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*\2[ \t]*$|\Z)", re.S | re.M)
 _PYTHON_TAGS = {"", "python", "py", "python3", "py3", "pytorch", "triton", "torch"}
@@ -118,17 +120,27 @@ def defines_model_new(code: str) -> bool:
     return bool(_DEFINES.search(code))
 
 
-def extract_code(text: str) -> str | None:
+def extract_code(text: str, json_reply: bool = False) -> str | None:
     """The code to evaluate, or None.
 
     In a markdown answer: the last python block that defines ModelNew (answers often show usage snippets or
     earlier drafts first), preceded by the earlier blocks that define names it uses and does not define (an answer
     that put its kernels and ModelNew in separate blocks). A block of another language defining ModelNew counts
     when no python block does. Text without any fence is a plain .py file: the code itself, if it looks like code.
+    An answer written as a JSON object (bare or in a ```json block) is read through its strings of code.
     """
     text = normalize(text)
     if not text.strip():
         return None
+    code = _markdown_code(text)
+    if code is None and not json_reply:
+        # an answer written as a JSON object: the markdown its strings of code stand for
+        markdown = jsonreply.as_markdown(text)
+        return extract_code(markdown, json_reply=True) if markdown is not None else None
+    return code
+
+
+def _markdown_code(text: str) -> str | None:
     blocks = _blocks(text)
     if not blocks:
         if _parses(text):
