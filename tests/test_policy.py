@@ -791,3 +791,21 @@ def test_self_read_in_a_closure_inside_a_method_is_the_methods_own():
 def test_a_self_bound_again_inside_a_method_is_not_its_own(inner):
     code = f"class A(nn.Module):\n    def g(self):\n        {inner}\n        return q\n"
     assert "escape" in rules_of(code)
+
+
+def test_parametrize_is_reachable_by_its_listed_paths_only():
+    """torch.nn.utils.parametrize re-lays a weight out through a module of the answer's own on each read (PyTorch
+    over weights, not the data): register/remove/is_parametrized/cached, however imported (was: import). The rest of
+    the module and of torch.nn.utils stays refused."""
+    for spelled in ("import torch.nn.utils.parametrize as P\nP.register_parametrization(m, 'weight', f)\n",
+                    "from torch.nn.utils import parametrize\nparametrize.register_parametrization(m, 'weight', f)\n",
+                    "from torch.nn.utils.parametrize import register_parametrization, cached\n",
+                    "import torch\ntorch.nn.utils.parametrize.remove_parametrizations(m, 'weight')\n"):
+        assert rules_of(spelled) == set(), spelled
+    for refused in ("import torch.nn.utils.parametrize as P\nP.copyreg\n",
+                    "import torch.nn.utils.parametrize as P\nP._cache\n",
+                    "import torch.nn.utils.parametrize as P\nP.transfer_parametrizations_and_params(a, b)\n",
+                    "from torch.nn.utils.parametrize import deepcopy\n",
+                    "import torch.nn.utils\n", "from torch.nn.utils import rnn\n",
+                    "import torch\ntorch.nn.utils.clip_grad_norm_(p, 1.0)\n"):
+        assert rules_of(refused), refused
