@@ -228,3 +228,19 @@ def test_an_answer_written_as_a_json_object_is_read_through_its_code_strings():
     # JSON whose strings define no ModelNew is still no code, and a python block defining it wins over any JSON
     assert extract_code(json.dumps({"code": kernel})) is None
     assert extract_code(fenced(CODE) + "```json\n" + json.dumps({"code": CODE + "\nX = 1\n"}) + "\n```\n") == CODE
+
+
+def test_code_in_xml_style_tags_is_a_block():
+    """<code language="python">...</code> inside <answer>: plain, a CDATA section opening on the tag's line, or with
+    entities for < > & (was: the first line lost, NameError; or a syntax error on &lt;). A .py file mentioning a
+    <code> tag in a string, and a markdown answer with fences, are left as they are."""
+    body = CODE.replace("pass", "def forward(self, x):\n        return x if 1 < 2 and True else x")
+    for reply in ("<answer>\n<code language=\"python\">\n" + body + "</code>\n</answer>\n",
+                  "<code><![CDATA[" + body + "]]></code>\n",
+                  "<response><code>" + body.replace("<", "&lt;") + "</code></response>\n"):
+        code = extract_code(reply)
+        assert code is not None and code.strip() == body.strip(), reply[:30]
+    plain = CODE + '\nDOC = "<code>x</code>"\n'
+    assert extract_code(plain) == plain
+    fenced_reply = "Wrap it in <code>tags</code>? No:\n" + fenced(CODE)
+    assert extract_code(fenced_reply) == CODE

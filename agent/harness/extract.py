@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
-from agent.harness import jsonreply
+from agent.harness import jsonreply, xmlreply
 
 # An opening fence with an optional language tag, its body, and a closing fence (or the end of a cut-off answer).
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*\2[ \t]*$|\Z)", re.S | re.M)
@@ -127,12 +127,13 @@ def extract_code(text: str, json_reply: bool = False) -> str | None:
     earlier drafts first), preceded by the earlier blocks that define names it uses and does not define (an answer
     that put its kernels and ModelNew in separate blocks). A block of another language defining ModelNew counts
     when no python block does. Text without any fence is a plain .py file: the code itself, if it looks like code.
-    An answer written as a JSON object (bare or in a ```json block) is read through its strings of code.
+    An answer written as a JSON object (bare or in a ```json block) is read through its strings of code; one with
+    its code in XML-style tags (<code>...</code>) through those elements.
     """
     text = normalize(text)
     if not text.strip():
         return None
-    code = _markdown_code(text)
+    code = _markdown_code(text if _parses(text) else xmlreply.as_markdown(text))
     if code is None and not json_reply:
         # an answer written as a JSON object: the markdown its strings of code stand for
         markdown = jsonreply.as_markdown(text)
