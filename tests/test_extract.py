@@ -244,3 +244,18 @@ def test_code_in_xml_style_tags_is_a_block():
     assert extract_code(plain) == plain
     fenced_reply = "Wrap it in <code>tags</code>? No:\n" + fenced(CODE)
     assert extract_code(fenced_reply) == CODE
+
+
+def test_a_reply_after_a_prefilled_fence_is_the_code_before_its_lone_closing_fence():
+    """A caller that prefills the assistant turn with ```python gets the code, a bare closing fence, then notes: the
+    fence rules read that line as an opening one (was: no_code). A bare fence after an opening one is not this."""
+    assert extract_code(CODE + "```\n\nThis fuses the pools.\n") == CODE
+    assert extract_code("```python\n" + CODE + "```\nnotes\n```\nx = 1\n```\n") == CODE
+    assert extract_code("prose only\n```\nnot code\n```\n") is None
+
+
+def test_an_answer_inside_a_blockquote_is_read_without_its_markers():
+    quoted = "".join("> " + line + "\n" for line in ("Answer:", "", "```python", *CODE.splitlines(), "```"))
+    code = extract_code(quoted)
+    assert code is not None and code.strip() == CODE.strip()
+    compile(code, "candidate", "exec")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
-from agent.harness import jsonreply, xmlreply
+from agent.harness import jsonreply, replyshapes, xmlreply
 
 # An opening fence with an optional language tag, its body, and a closing fence (or the end of a cut-off answer).
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*\2[ \t]*$|\Z)", re.S | re.M)
@@ -120,7 +120,7 @@ def defines_model_new(code: str) -> bool:
     return bool(_DEFINES.search(code))
 
 
-def extract_code(text: str, json_reply: bool = False) -> str | None:
+def extract_code(text: str, nested: bool = False) -> str | None:
     """The code to evaluate, or None.
 
     In a markdown answer: the last python block that defines ModelNew (answers often show usage snippets or
@@ -128,16 +128,19 @@ def extract_code(text: str, json_reply: bool = False) -> str | None:
     that put its kernels and ModelNew in separate blocks). A block of another language defining ModelNew counts
     when no python block does. Text without any fence is a plain .py file: the code itself, if it looks like code.
     An answer written as a JSON object (bare or in a ```json block) is read through its strings of code; one with
-    its code in XML-style tags (<code>...</code>) through those elements.
+    its code in XML-style tags (<code>...</code>) through those elements; agent.harness.replyshapes has the rest.
     """
     text = normalize(text)
     if not text.strip():
         return None
     code = _markdown_code(text if _parses(text) else xmlreply.as_markdown(text))
-    if code is None and not json_reply:
+    for shape in (replyshapes.before_lone_close, replyshapes.unquoted):
+        if code is None and not nested and (other := shape(text)) is not None:
+            code = extract_code(other, nested=True)
+    if code is None and not nested:
         # an answer written as a JSON object: the markdown its strings of code stand for
         markdown = jsonreply.as_markdown(text)
-        return extract_code(markdown, json_reply=True) if markdown is not None else None
+        return extract_code(markdown, nested=True) if markdown is not None else None
     return code
 
 
