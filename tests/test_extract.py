@@ -259,3 +259,17 @@ def test_an_answer_inside_a_blockquote_is_read_without_its_markers():
     code = extract_code(quoted)
     assert code is not None and code.strip() == CODE.strip()
     compile(code, "candidate", "exec")
+
+
+def test_a_diff_whose_new_side_is_the_whole_file_is_that_file():
+    """A reply as a unified diff: a new file (--- /dev/null) or hunks covering every line is the file (was: no_code);
+    hunks with gaps need the text they patch, which the reply lacks: no code, and the message says it is a diff."""
+    import difflib
+
+    new_file = "".join(difflib.unified_diff([], CODE.splitlines(True), "/dev/null", "b/model_new.py"))
+    code = extract_code("```diff\n" + new_file + "```\n")
+    assert code is not None and code.strip() == CODE.strip()
+    old = "import torch\n\n\nimport math\nX = 1\nY = 2\nZ = 3\nclass ModelNew(torch.nn.Module):\n    pass\n"
+    partial = "".join(difflib.unified_diff(old.splitlines(True), CODE.splitlines(True), n=0))
+    reply = "```diff\n" + partial + "```\n"
+    assert extract_code(reply) is None and "diff" in why_no_code(reply)

@@ -134,7 +134,7 @@ def extract_code(text: str, nested: bool = False) -> str | None:
     if not text.strip():
         return None
     code = _markdown_code(text if _parses(text) else xmlreply.as_markdown(text))
-    for shape in (replyshapes.before_lone_close, replyshapes.unquoted):
+    for shape in (replyshapes.before_lone_close, replyshapes.unquoted, replyshapes.diff_new_side):
         if code is None and not nested and (other := shape(text)) is not None:
             code = extract_code(other, nested=True)
     if code is None and not nested:
@@ -362,6 +362,8 @@ def why_no_code(text: str) -> str:
     text = normalize(text)
     blocks = [b.body for b in _blocks(text) if b.python] if _FENCE.search(text) else ([text] if _parses(text) else [])
     if not blocks:
+        if re.search(r"^[ \t]*(`{3,}|~{3,})[ \t]*(diff|patch)\b", text, re.M | re.I):
+            return "found a diff, not the module: answer with the whole code in one ```python block defining ModelNew"
         return "no ```python code block found: answer with one block that defines class ModelNew"
     n = len(blocks)
     return f"found {n} python block{'s' if n > 1 else ''} but none defines class ModelNew: the answer must define class ModelNew(nn.Module)"

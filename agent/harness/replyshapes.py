@@ -28,3 +28,37 @@ def unquoted(text: str) -> str | None:
     if not re.search(r"^[ \t]{0,3}> ?[ \t]*(`{3,}|~{3,})", text, re.M):
         return None
     return _QUOTE.sub("", text)
+
+
+_DIFF_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*(diff|patch|udiff)\b[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.S | re.M | re.I)
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+def diff_new_side(text: str) -> str | None:
+    """A unified diff whose new side is a whole file (a new file, `--- /dev/null`, or every line of the rewritten
+    seed in its hunks): that file as a python block. None where no diff block has such a side; a diff of a few
+    hunks needs the text they apply to, which the reply does not hold."""
+    out = None
+    for m in _DIFF_BLOCK.finditer(text):
+        side = _whole_new_side(m.group(3))
+        if side is not None:
+            out = f"```python\n{side}\n```\n"
+    return out
+
+
+def _whole_new_side(diff: str) -> str | None:
+    lines, expect = [], 1
+    for line in diff.split("\n"):
+        if line.startswith(("--- ", "+++ ", "diff ", "index ", "new file mode", "\\ No newline")):
+            continue
+        hunk = _HUNK.match(line)
+        if hunk is not None:
+            if int(hunk.group(1)) not in (expect, 0):
+                return None  # a gap: lines the diff does not show
+            continue
+        if line.startswith("+") or line.startswith(" ") or line == "":
+            lines.append(line[1:])
+            expect += 1
+        elif not line.startswith("-"):
+            return None
+    return "\n".join(lines).rstrip("\n") if lines else None
