@@ -12,6 +12,8 @@
   of tl.maximum with tl.clamp; a [BLOCK, 8] window tile reduced by tl.max(axis=1). Expect `correct` (CPU: correct).
 - config_pre_hook_zero: autotune configs whose pre_hook zeroes an atomic_add output; launch_metadata_join:
   @triton.jit(launch_metadata=...), tl.range(flatten=True), tl.join/tl.permute. Expect `correct`.
+- unicode_identifiers: a kernel whose argument and local are Greek letters (α, μ), with a docstring and comments in
+  Chinese and an emoji (correct in CPU mode; the GPU compiler names values after them). Expect `correct`.
 
 Run `python bench/gpu_legit9_check.py` on a GPU machine; results in $OUT/gpu_legit9_check.json (or ./).
 """
@@ -52,6 +54,7 @@ def cases() -> dict[str, tuple[str, str, str, str]]:
         "kb08_window_tile_max": (kb08, fusion, str(BENCH / "legit9_kb08_window_tile_max.py"), "correct"),
         "config_pre_hook_zero": ("gap44", fusion, str(BENCH / "legit9_config_pre_hook_zero.py"), "correct"),
         "launch_metadata_join": ("gap44", fusion, str(BENCH / "legit9_launch_metadata_join.py"), "correct"),
+        "unicode_identifiers": ("gap44", fusion, str(BENCH / "legit9_unicode_identifiers.py"), "correct"),
     }
 
 
