@@ -234,7 +234,7 @@ def test_code_in_xml_style_tags_is_a_block():
     """<code language="python">...</code> inside <answer>: plain, a CDATA section opening on the tag's line, or with
     entities for < > & (was: the first line lost, NameError; or a syntax error on &lt;). A .py file mentioning a
     <code> tag in a string, and a markdown answer with fences, are left as they are."""
-    body = CODE.replace("pass", "def forward(self, x):\n        return x if 1 < 2 and True else x")
+    body = CODE.replace("return x", "return x if 1 < 2 and True else x")
     for reply in ("<answer>\n<code language=\"python\">\n" + body + "</code>\n</answer>\n",
                   "<code><![CDATA[" + body + "]]></code>\n",
                   "<response><code>" + body.replace("<", "&lt;") + "</code></response>\n"):
@@ -273,3 +273,13 @@ def test_a_diff_whose_new_side_is_the_whole_file_is_that_file():
     partial = "".join(difflib.unified_diff(old.splitlines(True), CODE.splitlines(True), n=0))
     reply = "```diff\n" + partial + "```\n"
     assert extract_code(reply) is None and "diff" in why_no_code(reply)
+
+
+def test_a_closing_fence_glued_to_the_last_line_closes_the_block():
+    """`    pass```` then prose (was: syntax_error on the fence); a following block is still found."""
+    glued = "```python\n" + CODE.rstrip("\n") + "```\n\nNotes.\n"
+    assert extract_code(glued) == CODE
+    kernel = "import torch\n\ndef gap(x):\n    return x\n"
+    model = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return gap(x)\n"
+    code = extract_code("```python\n" + kernel.rstrip("\n") + "```\ntext\n```python\n" + model + "```\n")
+    assert code is not None and "def gap(x):" in code and "class ModelNew" in code

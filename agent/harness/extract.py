@@ -63,6 +63,10 @@ def _blocks(text: str) -> list[_Block]:
             strict = _strict_close(text, m.start(4), indent, fence)
             if strict is not None and _parses_as_code(_dedent(indent, text[m.start(4):strict[0]])):
                 body, end = text[m.start(4):strict[0]], strict[1]
+        if tag.lower() in _PYTHON_TAGS and not _parses_as_code(_dedent(indent, body)):
+            glued = replyshapes.glued_close(body, fence)  # the closing fence typed at the end of the last line
+            if glued is not None and _parses_as_code(_dedent(indent, body[:glued[0]])):
+                body, end = body[:glued[0]] + "\n", m.start(4) + glued[1]
         tag, body = _tag_on_its_own_line(tag, _dedent(indent, body))
         if tag.lower() in _PYTHON_TAGS and not _parses_as_code(body):
             body = _without_notebook_lines(body)

@@ -62,3 +62,12 @@ def _whole_new_side(diff: str) -> str | None:
         elif not line.startswith("-"):
             return None
     return "\n".join(lines).rstrip("\n") if lines else None
+
+
+def glued_close(body: str, fence: str) -> tuple[int, int] | None:
+    """(where the code ends, where its line ends) of a closing fence glued to the end of a code line
+    (`    return out````), the first such line in `body`; None where there is none."""
+    for m in re.finditer(r"(?<=\S)[ \t]*(`{3,}|~{3,})[ \t]*$", body, re.M):
+        if m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+            return m.start(), m.end()
+    return None
