@@ -12,6 +12,8 @@
   of tl.maximum with tl.clamp; a [BLOCK, 8] window tile reduced by tl.max(axis=1). Expect `correct` (CPU: correct).
 - config_pre_hook_zero: autotune configs whose pre_hook zeroes an atomic_add output; launch_metadata_join:
   @triton.jit(launch_metadata=...), tl.range(flatten=True), tl.join/tl.permute. Expect `correct`.
+- inline_asm_mul: tl.inline_asm_elementwise("mul.rn.f32 ...") in the epilogue (allowed: only PTX clock registers
+  are refused; runtime_error in CPU mode, where Triton's interpreter has no inline assembly). Expect `correct`.
 - unicode_identifiers: a kernel whose argument and local are Greek letters (α, μ), with a docstring and comments in
   Chinese and an emoji (correct in CPU mode; the GPU compiler names values after them). Expect `correct`.
 
@@ -54,6 +56,7 @@ def cases() -> dict[str, tuple[str, str, str, str]]:
         "kb08_window_tile_max": (kb08, fusion, str(BENCH / "legit9_kb08_window_tile_max.py"), "correct"),
         "config_pre_hook_zero": ("gap44", fusion, str(BENCH / "legit9_config_pre_hook_zero.py"), "correct"),
         "launch_metadata_join": ("gap44", fusion, str(BENCH / "legit9_launch_metadata_join.py"), "correct"),
+        "inline_asm_mul": ("gap44", fusion, str(BENCH / "legit9_inline_asm_mul.py"), "correct"),
         "unicode_identifiers": ("gap44", fusion, str(BENCH / "legit9_unicode_identifiers.py"), "correct"),
     }
 
