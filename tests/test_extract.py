@@ -225,6 +225,8 @@ def test_an_answer_written_as_a_json_object_is_read_through_its_code_strings():
         assert code is not None and "class ModelNew" in code, reply[:40]
         compile(code, "candidate", "exec")
     assert "def gap(x):" in (extract_code(json.dumps({"a": kernel, "b": model})) or "")
+    lines = extract_code(json.dumps({"code": CODE.splitlines()}))
+    assert lines is not None and lines.strip() == CODE.strip()
     # JSON whose strings define no ModelNew is still no code, and a python block defining it wins over any JSON
     assert extract_code(json.dumps({"code": kernel})) is None
     assert extract_code(fenced(CODE) + "```json\n" + json.dumps({"code": CODE + "\nX = 1\n"}) + "\n```\n") == CODE

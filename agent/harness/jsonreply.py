@@ -59,6 +59,8 @@ def _strings(value: object) -> list[str]:
             out.append(v)
         elif isinstance(v, dict):
             stack += reversed(list(v.values()))
+        elif isinstance(v, list) and v and all(isinstance(x, str) for x in v) and _DEFINES.search("\n".join(v)):
+            out.append("\n".join(v))  # the code as a list of its lines ({"code": ["import torch", ...]})
         elif isinstance(v, list):
             stack += reversed(v)
     return out
