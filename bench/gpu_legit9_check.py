@@ -10,6 +10,8 @@
   while timing under the interpreter. Expect `correct`.
 - kb96_window_loop_tlclamp, kb08_window_tile_max (memory-fusion): max-pool windows by div/mod and a static_range loop
   of tl.maximum with tl.clamp; a [BLOCK, 8] window tile reduced by tl.max(axis=1). Expect `correct` (CPU: correct).
+- kb96_scale_folded_data: the scale folded into the ConvTranspose3d's weight and bias by .data.mul_ in __init__ (the
+  harness no longer copies the Model's weights over a weight derived from the same draw). Expect `correct`.
 - config_pre_hook_zero: autotune configs whose pre_hook zeroes an atomic_add output; launch_metadata_join:
   @triton.jit(launch_metadata=...), tl.range(flatten=True), tl.join/tl.permute. Expect `correct`.
 - inline_asm_mul: tl.inline_asm_elementwise("mul.rn.f32 ...") in the epilogue (allowed: only PTX clock registers
@@ -53,6 +55,7 @@ def cases() -> dict[str, tuple[str, str, str, str]]:
         "blockquote": ("gap44", fusion, str(CANDIDATES / "legit_blockquote_reply.md"), "correct"),
         "kb08_conv3d_in_kernel": (kb08, "correctness", str(BENCH / "legit9_kb08_conv3d_in_kernel.py"), "correct"),
         "kb96_window_loop_tlclamp": (kb96, fusion, str(BENCH / "legit9_kb96_window_loop_tlclamp.py"), "correct"),
+        "kb96_scale_folded_data": (kb96, fusion, str(BENCH / "legit9_kb96_scale_folded_data.py"), "correct"),
         "kb08_window_tile_max": (kb08, fusion, str(BENCH / "legit9_kb08_window_tile_max.py"), "correct"),
         "config_pre_hook_zero": ("gap44", fusion, str(BENCH / "legit9_config_pre_hook_zero.py"), "correct"),
         "launch_metadata_join": ("gap44", fusion, str(BENCH / "legit9_launch_metadata_join.py"), "correct"),
