@@ -207,3 +207,81 @@ def test_a_joined_block_brings_the_earlier_blocks_it_needs_as_it_runs():
     draft = "import torch\n\ndef unrelated():\n    return 1\n"
     code = extract_code(fenced(draft) + fenced(kernel.replace("@triton.jit\n", "")) + fenced(model))
     assert code is not None and "unrelated" not in code and "def gap(x):" in code
+
+
+def test_an_answer_written_as_a_json_object_is_read_through_its_code_strings():
+    """An LLM in JSON mode answers {"explanation": ..., "code": "import torch\\n..."}: bare, in a ```json block, as
+    files in a list, or with a markdown answer in one string (was: no_code)."""
+    import json
+
+    kernel = "import torch\n\ndef gap(x):\n    return x\n"
+    model = "from kernels import gap\n\n" + CODE
+    for reply in (json.dumps({"explanation": "fused", "code": CODE}),
+                  "Result:\n```json\n" + json.dumps({"code": CODE}, indent=2) + "\n```\n",
+                  json.dumps({"files": [{"path": "kernels.py", "content": kernel},
+                                        {"path": "model_new.py", "content": model}]}),
+                  json.dumps({"answer": "Here:\n" + fenced(CODE) + "Done."})):
+        code = extract_code(reply)
+        assert code is not None and "class ModelNew" in code, reply[:40]
+        compile(code, "candidate", "exec")
+    assert "def gap(x):" in (extract_code(json.dumps({"a": kernel, "b": model})) or "")
+    lines = extract_code(json.dumps({"code": CODE.splitlines()}))
+    assert lines is not None and lines.strip() == CODE.strip()
+    # JSON whose strings define no ModelNew is still no code, and a python block defining it wins over any JSON
+    assert extract_code(json.dumps({"code": kernel})) is None
+    assert extract_code(fenced(CODE) + "```json\n" + json.dumps({"code": CODE + "\nX = 1\n"}) + "\n```\n") == CODE
+
+
+def test_code_in_xml_style_tags_is_a_block():
+    """<code language="python">...</code> inside <answer>: plain, a CDATA section opening on the tag's line, or with
+    entities for < > & (was: the first line lost, NameError; or a syntax error on &lt;). A .py file mentioning a
+    <code> tag in a string, and a markdown answer with fences, are left as they are."""
+    body = CODE.replace("return x", "return x if 1 < 2 and True else x")
+    for reply in ("<answer>\n<code language=\"python\">\n" + body + "</code>\n</answer>\n",
+                  "<code><![CDATA[" + body + "]]></code>\n",
+                  "<response><code>" + body.replace("<", "&lt;") + "</code></response>\n"):
+        code = extract_code(reply)
+        assert code is not None and code.strip() == body.strip(), reply[:30]
+    plain = CODE + '\nDOC = "<code>x</code>"\n'
+    assert extract_code(plain) == plain
+    fenced_reply = "Wrap it in <code>tags</code>? No:\n" + fenced(CODE)
+    assert extract_code(fenced_reply) == CODE
+
+
+def test_a_reply_after_a_prefilled_fence_is_the_code_before_its_lone_closing_fence():
+    """A caller that prefills the assistant turn with ```python gets the code, a bare closing fence, then notes: the
+    fence rules read that line as an opening one (was: no_code). A bare fence after an opening one is not this."""
+    assert extract_code(CODE + "```\n\nThis fuses the pools.\n") == CODE
+    assert extract_code("```python\n" + CODE + "```\nnotes\n```\nx = 1\n```\n") == CODE
+    assert extract_code("prose only\n```\nnot code\n```\n") is None
+
+
+def test_an_answer_inside_a_blockquote_is_read_without_its_markers():
+    quoted = "".join("> " + line + "\n" for line in ("Answer:", "", "```python", *CODE.splitlines(), "```"))
+    code = extract_code(quoted)
+    assert code is not None and code.strip() == CODE.strip()
+    compile(code, "candidate", "exec")
+
+
+def test_a_diff_whose_new_side_is_the_whole_file_is_that_file():
+    """A reply as a unified diff: a new file (--- /dev/null) or hunks covering every line is the file (was: no_code);
+    hunks with gaps need the text they patch, which the reply lacks: no code, and the message says it is a diff."""
+    import difflib
+
+    new_file = "".join(difflib.unified_diff([], CODE.splitlines(True), "/dev/null", "b/model_new.py"))
+    code = extract_code("```diff\n" + new_file + "```\n")
+    assert code is not None and code.strip() == CODE.strip()
+    old = "import torch\n\n\nimport math\nX = 1\nY = 2\nZ = 3\nclass ModelNew(torch.nn.Module):\n    pass\n"
+    partial = "".join(difflib.unified_diff(old.splitlines(True), CODE.splitlines(True), n=0))
+    reply = "```diff\n" + partial + "```\n"
+    assert extract_code(reply) is None and "diff" in why_no_code(reply)
+
+
+def test_a_closing_fence_glued_to_the_last_line_closes_the_block():
+    """`    pass```` then prose (was: syntax_error on the fence); a following block is still found."""
+    glued = "```python\n" + CODE.rstrip("\n") + "```\n\nNotes.\n"
+    assert extract_code(glued) == CODE
+    kernel = "import torch\n\ndef gap(x):\n    return x\n"
+    model = "import torch\n\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n        return gap(x)\n"
+    code = extract_code("```python\n" + kernel.rstrip("\n") + "```\ntext\n```python\n" + model + "```\n")
+    assert code is not None and "def gap(x):" in code and "class ModelNew" in code

@@ -76,3 +76,33 @@ def test_a_tensor_with_attributes_of_its_own_is_not_plain():
     assert flatten((x, out))[1] == []
     with pytest.raises(NotPlain, match=r"output 1 holds attributes of its own \(detach\)"):
         own_attributes("output", [x, out])
+
+
+def test_matching_weights_are_copied_unless_modelnew_derived_them_from_its_own_draw():
+    """Same-seed weights drawn in another order are replaced by the Model's; a weight the init folded a constant
+    into (div_, .data *= s, a shifted bias) is kept (copying it back judged an honest fold incorrect)."""
+    from agent.harness.inputs import copy_matching_weights
+
+    torch.manual_seed(0)
+    ref = torch.nn.Conv2d(3, 4, 3)
+    state = {k: v.detach().clone() for k, v in ref.state_dict().items()}
+
+    torch.manual_seed(1)  # another draw: replaced
+    other = torch.nn.Conv2d(3, 4, 3)
+    copy_matching_weights(state, other)
+    assert torch.equal(other.weight, state["weight"]) and torch.equal(other.bias, state["bias"])
+
+    torch.manual_seed(0)
+    folded = torch.nn.Conv2d(3, 4, 3)
+    with torch.no_grad():
+        folded.weight.div_(2.0)
+    folded.bias.data += 0.25
+    copy_matching_weights(state, folded)
+    assert torch.allclose(folded.weight, state["weight"] / 2.0) and torch.allclose(folded.bias, state["bias"] + 0.25)
+
+    torch.manual_seed(0)
+    zeroed = torch.nn.Conv2d(3, 4, 3)
+    with torch.no_grad():
+        zeroed.weight.zero_()  # no correlation to speak of: the Model's weight, as before
+    copy_matching_weights(state, zeroed)
+    assert torch.equal(zeroed.weight, state["weight"])

@@ -168,11 +168,22 @@ def test_rejects_file_network_native_code_and_compile(line):
 
 
 def test_rejects_absent_triton_functions_whatever_the_spelling():
-    code = "@triton.jit\ndef g(x_ptr):\n    y = tl.sigmoid(tl.load(x_ptr))\n"
+    code = "@triton.jit\ndef g(x_ptr):\n    y = tl.gelu(tl.load(x_ptr))\n"
     assert "absent-triton" in rules_of(code)
-    assert "absent-triton" in rules_of(code, absent=["sigmoid"])
-    assert "absent-triton" in rules_of(code, absent=["triton.language.sigmoid"])
+    assert "absent-triton" in rules_of(code, absent=["gelu"])
+    assert "absent-triton" in rules_of(code, absent=["triton.language.gelu"])
     assert rules_of(code, absent=[]) == set()
+
+
+def test_a_function_the_prompt_calls_absent_but_triton_has_is_allowed():
+    """The seed prompt says Triton has no tl.sigmoid or tl.softmax; it has both (since 2.x). The list is the prompt's
+    advice: code calling what the installed Triton provides compiles and is honest (was: absent-triton)."""
+    import triton.language
+
+    for name in ("sigmoid", "softmax"):
+        assert callable(getattr(triton.language, name))
+        code = f"@triton.jit\ndef g(x_ptr):\n    y = tl.{name}(tl.load(x_ptr))\n"
+        assert rules_of(code, absent=[f"tl.{name}", "tl.gelu"]) == set(), name
 
 
 def test_rejects_pure_pytorch():
@@ -780,3 +791,21 @@ def test_self_read_in_a_closure_inside_a_method_is_the_methods_own():
 def test_a_self_bound_again_inside_a_method_is_not_its_own(inner):
     code = f"class A(nn.Module):\n    def g(self):\n        {inner}\n        return q\n"
     assert "escape" in rules_of(code)
+
+
+def test_parametrize_is_reachable_by_its_listed_paths_only():
+    """torch.nn.utils.parametrize re-lays a weight out through a module of the answer's own on each read (PyTorch
+    over weights, not the data): register/remove/is_parametrized/cached, however imported (was: import). The rest of
+    the module and of torch.nn.utils stays refused."""
+    for spelled in ("import torch.nn.utils.parametrize as P\nP.register_parametrization(m, 'weight', f)\n",
+                    "from torch.nn.utils import parametrize\nparametrize.register_parametrization(m, 'weight', f)\n",
+                    "from torch.nn.utils.parametrize import register_parametrization, cached\n",
+                    "import torch\ntorch.nn.utils.parametrize.remove_parametrizations(m, 'weight')\n"):
+        assert rules_of(spelled) == set(), spelled
+    for refused in ("import torch.nn.utils.parametrize as P\nP.copyreg\n",
+                    "import torch.nn.utils.parametrize as P\nP._cache\n",
+                    "import torch.nn.utils.parametrize as P\nP.transfer_parametrizations_and_params(a, b)\n",
+                    "from torch.nn.utils.parametrize import deepcopy\n",
+                    "import torch.nn.utils\n", "from torch.nn.utils import rnn\n",
+                    "import torch\ntorch.nn.utils.clip_grad_norm_(p, 1.0)\n"):
+        assert rules_of(refused), refused

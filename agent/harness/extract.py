@@ -11,6 +11,8 @@ from __future__ import annotations
 import ast
 import re
 
+from agent.harness import jsonreply, replyshapes, xmlreply
+
 # An opening fence with an optional language tag, its body, and a closing fence (or the end of a cut-off answer).
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*\2[ \t]*$|\Z)", re.S | re.M)
 _PYTHON_TAGS = {"", "python", "py", "python3", "py3", "pytorch", "triton", "torch"}
@@ -61,6 +63,10 @@ def _blocks(text: str) -> list[_Block]:
             strict = _strict_close(text, m.start(4), indent, fence)
             if strict is not None and _parses_as_code(_dedent(indent, text[m.start(4):strict[0]])):
                 body, end = text[m.start(4):strict[0]], strict[1]
+        if tag.lower() in _PYTHON_TAGS and not _parses_as_code(_dedent(indent, body)):
+            glued = replyshapes.glued_close(body, fence)  # the closing fence typed at the end of the last line
+            if glued is not None and _parses_as_code(_dedent(indent, body[:glued[0]])):
+                body, end = body[:glued[0]] + "\n", m.start(4) + glued[1]
         tag, body = _tag_on_its_own_line(tag, _dedent(indent, body))
         if tag.lower() in _PYTHON_TAGS and not _parses_as_code(body):
             body = _without_notebook_lines(body)
@@ -118,17 +124,31 @@ def defines_model_new(code: str) -> bool:
     return bool(_DEFINES.search(code))
 
 
-def extract_code(text: str) -> str | None:
+def extract_code(text: str, nested: bool = False) -> str | None:
     """The code to evaluate, or None.
 
     In a markdown answer: the last python block that defines ModelNew (answers often show usage snippets or
     earlier drafts first), preceded by the earlier blocks that define names it uses and does not define (an answer
     that put its kernels and ModelNew in separate blocks). A block of another language defining ModelNew counts
     when no python block does. Text without any fence is a plain .py file: the code itself, if it looks like code.
+    An answer written as a JSON object (bare or in a ```json block) is read through its strings of code; one with
+    its code in XML-style tags (<code>...</code>) through those elements; agent.harness.replyshapes has the rest.
     """
     text = normalize(text)
     if not text.strip():
         return None
+    code = _markdown_code(text if _parses(text) else xmlreply.as_markdown(text))
+    for shape in (replyshapes.before_lone_close, replyshapes.unquoted, replyshapes.diff_new_side):
+        if code is None and not nested and (other := shape(text)) is not None:
+            code = extract_code(other, nested=True)
+    if code is None and not nested:
+        # an answer written as a JSON object: the markdown its strings of code stand for
+        markdown = jsonreply.as_markdown(text)
+        return extract_code(markdown, nested=True) if markdown is not None else None
+    return code
+
+
+def _markdown_code(text: str) -> str | None:
     blocks = _blocks(text)
     if not blocks:
         if _parses(text):
@@ -346,6 +366,8 @@ def why_no_code(text: str) -> str:
     text = normalize(text)
     blocks = [b.body for b in _blocks(text) if b.python] if _FENCE.search(text) else ([text] if _parses(text) else [])
     if not blocks:
+        if re.search(r"^[ \t]*(`{3,}|~{3,})[ \t]*(diff|patch)\b", text, re.M | re.I):
+            return "found a diff, not the module: answer with the whole code in one ```python block defining ModelNew"
         return "no ```python code block found: answer with one block that defines class ModelNew"
     n = len(blocks)
     return f"found {n} python block{'s' if n > 1 else ''} but none defines class ModelNew: the answer must define class ModelNew(nn.Module)"

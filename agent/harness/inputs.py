@@ -64,11 +64,31 @@ def weights(module: ModuleType, seed: int, device: str) -> dict[str, Any]:
 
 
 def copy_matching_weights(state: dict[str, Any], dst: Any) -> None:
-    """Copy `state` into dst where keys and shapes match: same weights whatever ModelNew's init does."""
+    """Copy `state` into dst where keys and shapes match: same weights whatever order ModelNew's init draws them in.
+    A weight ModelNew's init derived from its own draw (the divisor folded into the conv: `weight.div_(d)`,
+    `weight.data *= s`, a bias shifted) is kept: copying would undo the fold and judge an honest answer incorrect.
+    Derived means perfectly correlated with the Model's weight while not equal to it; a draw in another order is
+    uncorrelated. Keeping it grants nothing: ModelNew must still give the Model's outputs."""
     theirs = dst.state_dict()
-    same = {k: v for k, v in state.items() if k in theirs and theirs[k].shape == v.shape}
+    same = {k: v for k, v in state.items()
+            if k in theirs and theirs[k].shape == v.shape and not _derived(theirs[k], v)}
     if same:
         dst.load_state_dict(same, strict=False)
+
+
+def _derived(mine: Any, ref: Any) -> bool:
+    """`mine` an affine image of `ref` (|correlation| > 0.999) without being equal to it."""
+    import torch
+
+    if not (mine.is_floating_point() and ref.is_floating_point()) or ref.numel() < 2:
+        return False
+    a = mine.detach().to(device="cpu", dtype=torch.float64).flatten()
+    b = ref.detach().to(device="cpu", dtype=torch.float64).flatten()
+    if torch.equal(a, b):
+        return False
+    a, b = a - a.mean(), b - b.mean()
+    scale = float(a.norm() * b.norm())
+    return scale > 0 and abs(float(a @ b)) / scale > 0.999
 
 
 def module_weights(model: Any, torch: Any) -> list[Any]:

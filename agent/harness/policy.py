@@ -128,6 +128,8 @@ class _Checker:
             # each name then judged as that path
             on_the_way = module.startswith("triton.") and any(a.startswith(module + ".") for a in _data().triton_api)
             on_the_way |= module in _data().module_paths  # `from torch.jit import ignore`: each name judged as a path
+            # `from torch.nn.utils import parametrize`: a package on the way to an allowed module with listed paths
+            on_the_way |= any(m.startswith(module + ".") and reach.allowed(m) for m in _data().module_paths)
             if not reach.allowed(module) and not on_the_way:
                 self.add(node, "import", f"import of `{module}` is not allowed (a kernel module may import: {allowed_list})")
                 return
@@ -181,6 +183,8 @@ class _Checker:
             module, paths = only
             if any(path == p or path.startswith(p + ".") for p in paths):
                 return True  # a listed path of a module that is otherwise refused
+            if path == module and _reach().allowed(module):
+                return True  # the module itself, imported by name (`from torch.nn.utils import parametrize`)
             self.add(node, "import", f"`{path}`: of {module}, a kernel module may use only {', '.join(paths)}")
             return False
         if parts[0] == "triton" and not path.startswith(_TL + ".") and path != _TL:
@@ -397,13 +401,26 @@ def _default_precision_call(node: ast.AST, path: str) -> bool:
 
 
 def _normalize_absent(absent: list[str]) -> set[str]:
+    """The prompt's absent functions that the installed Triton really lacks. The seed prompt's list (kept byte for
+    byte) names tl.sigmoid and tl.softmax, which Triton has had since 2.x: the list is advice to the LLM, and code
+    that calls a function Triton provides is honest and compiles (was: refused, absent-triton)."""
     out = set()
     for name in absent:
         name = name.strip()
         for prefix in ("triton.language.", "tl."):
             name = name.removeprefix(prefix)
-        out.add(f"{_TL}.{name}")
+        if not _triton_has(name):
+            out.add(f"{_TL}.{name}")
     return out
+
+
+@lru_cache(maxsize=None)
+def _triton_has(name: str) -> bool:
+    try:
+        import triton.language
+    except ImportError:
+        return False  # no Triton to compile with: the prompt's list stands
+    return callable(getattr(triton.language, name, None))
 
 
 def check(code: str, stage_rules: StageRules, absent: list[str], time_cap_s: float = TIME_CAP_S) -> list[Violation]:

@@ -11,7 +11,7 @@ def gap_kernel(x_ptr, out_ptr, HW, scale, BLOCK: tl.constexpr):
     for start in range(0, HW, BLOCK):
         offs = start + tl.arange(0, BLOCK)
         acc += tl.load(x_ptr + row * HW + offs, mask=offs < HW, other=0.0)
-    tl.store(out_ptr + row, tl.sigmoid(tl.sum(acc, axis=0) * scale))
+    tl.store(out_ptr + row, tl.tanh(tl.sum(acc, axis=0) * scale))
 
 
 def gap(x, multiplier):
