@@ -10,7 +10,6 @@ import json
 import re
 
 _JSON_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*(json|json5|jsonc)?[ \t]*\n(.*?)^[ \t]*\1[ \t]*$", re.S | re.M | re.I)
-_DEFINES = re.compile(r"^\s*(class\s+ModelNew\b|ModelNew\s*=)", re.M)
 _MAX_STRINGS = 10_000  # a reply is a few fields; bound the walk over a hostile document all the same
 
 
@@ -19,9 +18,10 @@ def as_markdown(text: str) -> str | None:
     A string that is itself markdown (fences inside) is that answer; otherwise each string of code becomes a python
     block, in document order (a reply as files, {"kernels.py": ..., "model_new.py": ...}, keeps its helpers)."""
     found = _code_strings(text)
-    if not any(_DEFINES.search(s) for s in found):
+    defining = [s for s in found if _defines(s)]
+    if not defining:
         return None
-    last = [s for s in found if _DEFINES.search(s)][-1]
+    last = defining[-1]
     if "```" in last or "~~~" in last:
         return last
     return "\n".join(f"```python\n{s.rstrip()}\n```\n" for s in found if "```" not in s and "~~~" not in s)
@@ -44,10 +44,16 @@ def _code_strings(text: str) -> list[str]:
 
 
 def _looks_like_code(s: str) -> bool:
-    return bool(_DEFINES.search(s) or _CODE_LINE.search(s))
+    return _defines(s) or bool(_CODE_LINE.search(s))
 
 
 _CODE_LINE = re.compile(r"^(import \w|from [\w.]+ import |@triton\.jit|def \w|class \w)", re.M)
+
+
+def _defines(s: str) -> bool:
+    from agent.harness.extract import defines_model_new  # extract imports this module: one definition, read late
+
+    return defines_model_new(s)
 
 
 def _strings(value: object) -> list[str]:
@@ -59,7 +65,7 @@ def _strings(value: object) -> list[str]:
             out.append(v)
         elif isinstance(v, dict):
             stack += reversed(list(v.values()))
-        elif isinstance(v, list) and v and all(isinstance(x, str) for x in v) and _DEFINES.search("\n".join(v)):
+        elif isinstance(v, list) and v and all(isinstance(x, str) for x in v) and _defines("\n".join(v)):
             out.append("\n".join(v))  # the code as a list of its lines ({"code": ["import torch", ...]})
         elif isinstance(v, list):
             stack += reversed(v)

@@ -1,8 +1,10 @@
-"""Two more shapes of an honest answer whose code the fence rules miss, tried when they find no ModelNew:
+"""Shapes of an honest answer whose code the fence rules miss, each tried only when they find no ModelNew:
 
 - prefilled: the caller opened the fence for the model (an assistant turn prefilled with "```python"), so the reply is
   the code, a lone closing fence, then notes; the fence rules read that closing line as an opening one.
 - quoted: the whole answer, fences included, inside a markdown blockquote (every line opening with `>`).
+- a unified diff whose new side is the whole file.
+- a closing fence glued to the end of the last code line (used by the fence rules themselves).
 """
 
 from __future__ import annotations
