@@ -181,3 +181,36 @@ def test_no_network(tmp_path):
 def test_a_missing_command_is_a_result_not_an_exception(tmp_path):
     r = run_sandboxed(["definitely-not-a-command-xyz"], workdir=tmp_path, timeout_s=10)
     assert not r.ok
+
+
+@namespaces
+def test_an_import_folder_stays_whole_but_a_store_inside_it_is_masked(tmp_path, monkeypatch):
+    site = tmp_path / "site"  # a `pip install --target` folder on the path, the user's store inside it
+    (site / "mypkg").mkdir(parents=True)
+    (site / "mypkg" / "__init__.py").write_text("VALUE = 42\n")
+    (site / "mypkg-1.0.dist-info").mkdir()
+    (site / "candidates").mkdir()
+    (site / "candidates" / "run.json").write_text("{}")
+    monkeypatch.syspath_prepend(str(site))
+    code = (f"import os, sys\nsys.path.insert(0, {str(site)!r})\nimport mypkg\n"
+            f"print(mypkg.VALUE, sorted(os.listdir({str(site)!r})), os.listdir({str(site / 'candidates')!r}))")
+    r = py(code, tmp_path / "work", hide=[site / "candidates"])
+    assert r.ok, r.stderr
+    assert r.stdout.split()[0] == "42" and "mypkg-1.0.dist-info" in r.stdout and "run.json" not in r.stdout
+
+
+@namespaces
+def test_a_package_linked_into_an_import_folder_from_a_masked_place_is_reachable(tmp_path, monkeypatch):
+    home, view = tmp_path / "home", tmp_path / "view"  # a Spack/Nix-style view: packages linked in from a store
+    (home / "store" / "linked").mkdir(parents=True)
+    (home / "store" / "linked" / "__init__.py").write_text("VALUE = 7\n")
+    (home / "secret.txt").write_text("hunter2")
+    view.mkdir()
+    (view / "linked").symlink_to(home / "store" / "linked")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.syspath_prepend(str(view))
+    code = (f"import os, sys\nsys.path.insert(0, {str(view)!r})\nimport linked\n"
+            f"print(linked.VALUE, os.listdir({str(home)!r}))")
+    r = py(code, tmp_path / "work")
+    assert r.ok, r.stderr
+    assert r.stdout.split()[0] == "7" and "secret.txt" not in r.stdout

@@ -15,6 +15,7 @@ import codecs
 import os
 import secrets
 import shutil
+import site
 import sys
 from pathlib import Path
 from typing import Literal
@@ -359,6 +360,8 @@ def worker_env(device: Device) -> dict[str, str]:
     root = str(Path(agent.__file__).resolve().parent.parent)
     paths = [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {"PYTHONPATH": os.pathsep.join(paths), "PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
+    if site.ENABLE_USER_SITE:  # the worker's HOME is its own: its user site is found through ours (pip install --user)
+        env["PYTHONUSERBASE"] = site.getuserbase()
     if device == "cpu":
         env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"})
     else:  # one GPU: work moved to another device would run past the timed one's events and synchronize

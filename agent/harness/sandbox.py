@@ -48,6 +48,7 @@ UNSAFE_ENV = "AGENT_UNSAFE_NO_SANDBOX"
 _KEEP_NAMES = {
     "PATH", "LANG", "LANGUAGE", "TZ", "TERM", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV",
     "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "CC", "CXX", "CPATH", "LIBRARY_PATH",
+    "PYTHONHOME", "PYTHONUSERBASE", "PYTHONNOUSERSITE",  # where the interpreter finds what the user installed
 }
 _KEEP_PREFIXES = (
     "LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "TORCHINDUCTOR_", "PYTORCH_", "CUBLAS_", "CUDNN_", "NCCL_",
@@ -131,23 +132,63 @@ def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def is_site_folder(path: Path) -> bool:
+    """A folder pip installed distributions into (it holds their *.dist-info records): a venv's or the system's
+    site-packages, a `pip install --target` or `--user` folder. A source checkout never holds one."""
+    try:
+        return any(p.suffix == ".dist-info" and p.is_dir() for p in path.iterdir())
+    except OSError:
+        return False
+
+
+def import_folders() -> list[Path]:
+    """Every folder the interpreter imports from: sys.path as site built it (PYTHONPATH, the site folders, what
+    their .pth files add, the user site) and the folder that holds the `agent` package (a setuptools-style editable
+    finder puts it on no path)."""
+    import agent
+
+    found: list[Path] = []
+    for entry in [str(Path(agent.__file__).resolve().parent.parent), *sys.path,
+                  *os.environ.get("PYTHONPATH", "").split(os.pathsep)]:
+        if entry:
+            path = Path(entry).resolve()
+            if path not in found and path.is_dir():
+                found.append(path)
+    return found
+
+
 def _import_paths() -> list[Path]:
-    """Where the worker's imports come from. A checkout on sys.path (an editable install) contributes only its
-    `agent` package, so that the rest of it (the store: candidates/, profiles/) stays masked."""
+    """What the worker must see to import what the user installed, however it was installed: the prefixes, and every
+    import folder whole, but for two that hold what a candidate must not see. A source checkout (the folder holding
+    the `agent` package without an install record of it: an editable install, or a checkout on PYTHONPATH)
+    contributes only its `agent` package, its store (candidates/, profiles/) and the rest staying masked; our
+    working directory is the worker's own business unless packages were installed into it."""
     import agent
 
     package = Path(agent.__file__).resolve().parent
-    found = [package, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent]
-    entries = list(sys.path) + os.environ.get("PYTHONPATH", "").split(os.pathsep)
+    checkout = package.parent
     cwd = Path.cwd().resolve()
-    for p in entries:
-        if not p:
+    found = [package, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent]
+    for path in import_folders():
+        if path in (checkout, cwd) and not is_site_folder(path):
             continue
-        path = Path(p).resolve()
-        if path in (package.parent, cwd):
-            continue  # the checkout (its package is kept above), our working directory (the worker has its own)
-        found.append(path)
-    return [p for p in found if p.exists()]
+        found += [path, *_linked_out(path)]
+    return [p for p in dict.fromkeys(found) if p.exists()]
+
+
+def _linked_out(folder: Path) -> list[Path]:
+    """Where the symbolic links among a folder's entries lead, when outside it: a Spack or Nix view links each
+    package into its site folder from a store that may lie under a masked HOME."""
+    out = []
+    try:
+        for entry in folder.iterdir():
+            if entry.is_symlink():
+                target = entry.resolve()
+                if target.exists() and not _under(target, folder):
+                    out.append(target)
+    except OSError:
+        pass
+    return out
 
 
 def _masks(hide: Sequence[Path]) -> list[Path]:
@@ -197,9 +238,11 @@ def contain_spec(workdir: Path, iso: Isolation, limits: dict[str, int], hide: Se
     keep_all = [workdir, *expose, *_import_paths()]
     masks: list[Path] = []
     for m in _masks([*hide, *_closed_ancestors(keep_all, iso)]):  # outermost first
-        if any(_under(m, k) for k in keep_all):
-            log.debug("not masking %s: it lies in a path the worker needs", m)
-        elif not any(_under(m, o) for o in masks):  # one inside another mask is hidden by it already
+        if m in keep_all:
+            log.debug("not masking %s: the worker needs it", m)
+        elif any(_under(m, k) for k in keep_all) or not any(_under(m, o) for o in masks):
+            # inside a kept import folder (a store in a --target folder) it is masked over the folder's bind; inside
+            # another mask and no kept path it is hidden already
             masks.append(m)
     pairs: list[tuple[str, list[str], bool]] = []
     for m in masks:
