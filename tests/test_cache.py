@@ -92,6 +92,21 @@ def test_seeds_are_salted_with_a_secret_kept_in_the_cache(tmp_path):
     assert 0 <= a < 2**31
 
 
+def test_without_a_cache_each_process_salts_with_a_secret_of_its_own():
+    """Inputs and timing pools drawn in one run cannot be predicted from another: two processes (two `agent eval`s
+    with no cache) salt the same seed differently, while one process stays consistent with itself."""
+    import subprocess
+    import sys
+
+    code = ("from agent.harness.cache import salted; from agent.harness.job import plan_timing\n"
+            "s = salted(0, None); i = salted(0, None, 'inputs'); p = plan_timing('cuda', s)\n"
+            "assert salted(0, None) == s\nprint(s, i, p.pool_seeds[:3], p.fresh_seed)")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), [r.stderr for r in runs]
+    first, second = (r.stdout.split(" ", 2) for r in runs)
+    assert first[0] != second[0] and first[1] != second[1] and first[2] != second[2]
+
+
 def test_seeds_for_different_purposes_are_independent(tmp_path):
     """The weights' seed is the candidate's to read (ModelNew's __init__ runs under it): the inputs' may not follow."""
     weights, inputs = salted(0, tmp_path), salted(0, tmp_path, "inputs")
