@@ -132,7 +132,7 @@ def test_every_chart_draws_in_a_real_headless_chromium_and_a_screenshot_is_saved
     assert sum(e.startswith("g.trace bars") for e in bars) == 6  # correct and five kinds of failure
 
     shot = tmp_path / "report.png"
-    r = subprocess.run([*base, f"--user-data-dir={tmp_path / 'profile-shot'}", "--window-size=1280,3300",
+    r = subprocess.run([*base, f"--user-data-dir={tmp_path / 'profile-shot'}", "--window-size=1400,4300",
                         f"--screenshot={shot}", path.as_uri()], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", r.stderr[-2000:]
     assert shot.stat().st_size > 100_000  # charts and tables, not a blank page
@@ -207,3 +207,240 @@ def test_a_run_with_energy_gets_an_energy_chart_beside_its_clocks(run) -> None:
     html = render_report(data)
     assert 'id="chart-energy"' in html and "energy: not measured" not in html
     assert "eager 600 mJ" in html and "torch.compile 200 mJ" in html  # the baselines' lines, named
+
+
+# ---------------------------------------------------------------- what a reader of the page needs (issue 33)
+
+H100 = {"eager_device_ms": 1.753, "eager_latency_ms": 1.792, "compile_device_ms": 0.5631, "compile_latency_ms": 2.0}
+
+
+@pytest.fixture(scope="module")
+def gpu_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """The recorded run as a GPU run would have left it: timings on both clocks (eager, and torch.compile faster than
+    the best on the device clock, slower on the latency clock), H100 profiles on every correct candidate: two
+    identical GAP kernels, a third beside them, the seed's below."""
+    root = tmp_path_factory.mktemp("gpu") / "store"
+    shutil.copytree(RECORDED, root, ignore=shutil.ignore_patterns("answers", "record.py"))
+    metrics = [*stage_metric_set(get_stage("memory-fusion")), *DIAGNOSIS_METRICS]
+    with Store(root) as s:
+        [record] = s.list_runs()
+        rid = record.id
+        for cid, name in ((f"{rid}-i0-c0", "seed_h100_full"), (record.best, "memory_fusion_best_h100"),
+                          (f"{rid}-i2-c3", "planted_healthy"), (f"{rid}-i3-c3", "memory_fusion_best_h100")):
+            s.update_profile(cid, read_report(NCU / f"{name}.ncu-rep", metrics))
+        for n, c in enumerate(s.candidates(rid)):
+            if c.result.timing is None:
+                continue
+            dev = {f"{rid}-i0-c0": 1.882, record.best: 1.392}.get(c.id, 1.45 + 0.01 * n)
+            c.result.timing = c.result.timing.model_copy(update={
+                "objective": "device", "candidate_ms": dev, "device_ms": dev, "latency_ms": dev * 1.03,
+                "meaningful": True, "note": "", **H100, "eager_ms": H100["eager_device_ms"],
+                "compile_ms": H100["compile_device_ms"], "speedup_vs_eager": H100["eager_device_ms"] / dev,
+                "speedup_vs_compile": H100["compile_device_ms"] / dev})
+            s.record_candidate(c)
+    return root, rid
+
+
+@pytest.fixture(scope="module")
+def gpu_page(gpu_run, tmp_path_factory: pytest.TempPathFactory) -> str:
+    root, run_id = gpu_run
+    out = tmp_path_factory.mktemp("gpu-page") / "run.html"
+    r = agent("report", run_id, "--root", str(root), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    return out.read_text(encoding="utf-8")
+
+
+def _figure(html: str, chart: str) -> dict:
+    """The plotly figure (data and layout) the page draws in the div `chart`, as JSON."""
+    import json
+    import re
+
+    found = re.search(r'Plotly\.newPlot\(\s*"' + re.escape(chart) + r'",\s*', html)
+    assert found, chart
+    decoder = json.JSONDecoder()
+    data, end = decoder.raw_decode(html, found.end())
+    layout, _ = decoder.raw_decode(html, re.compile(r"[\s,]*").match(html, end).end())
+    return {"data": data, "layout": layout}
+
+
+def test_the_summary_says_in_words_who_wins_on_each_clock_with_both_figures(gpu_page) -> None:
+    from html import unescape
+
+    summary = unescape(gpu_page[gpu_page.index('id="summary"'):gpu_page.index('id="run"')])
+    assert ("On the device clock (the GPU's time, calls queued back to back), torch.compile beats the best: 0.563 ms "
+            "against the best's 1.392 ms (2.47× faster than the best)") in summary
+    assert ("On the latency clock (one synchronized call, host included), the best beats torch.compile: 1.434 ms "
+            "against torch.compile's 2.000 ms (1.39× faster)") in summary
+    assert "the best beats eager: 1.392 ms against eager's 1.753 ms (1.26× faster)" in summary
+
+
+def test_roofline_points_carry_numbers_that_avoid_each_other_and_the_table_names_the_kernels(gpu_page) -> None:
+    fig = _figure(gpu_page, "chart-roofline")
+    points = [t for t in fig["data"] if t.get("mode") == "markers+text"]
+    labels = [(x, y, text, spot) for t in points
+              for x, y, text, spot in zip(t["x"], t["y"], t["text"], t["textposition"])]
+    assert sorted(text for _, _, text, _ in labels) == ["1", "2", "3", "4"]  # numbers, not kernel names
+    at: dict[tuple[float, float], list[str]] = {}
+    for x, y, _, spot in labels:
+        at.setdefault((round(x, 6), round(y, 3)), []).append(spot)
+    [same] = [spots for spots in at.values() if len(spots) > 1]
+    assert len(same) == 2 and same[0] != same[1]  # one kernel profiled twice: its two numbers on two sides
+    assert any("★ the best" in t["name"] for t in points)
+    table = gpu_page[gpu_page.index('id="roofline-kernels"'):]
+    table = table[:table.index("</table>")]
+    assert table.count('<td class="kernel">gap_row_kernel</td>') == 2 and "fused_multiply_gap_kernel_optimized" in table
+    assert "<th>#</th>" in table and '<td class="num">4</td>' in table
+
+
+def test_label_spots_give_coincident_points_different_sides_and_a_lone_point_the_top() -> None:
+    from agent.view.report_charts import label_spots
+
+    assert label_spots([(0.26, 768.0)], (-2, 3), (1, 5)) == ["top center"]
+    spots = label_spots([(0.26, 768.0)] * 5, (-2, 3), (1, 5))
+    assert len(set(spots)) == 5
+    far = label_spots([(0.01, 10.0), (1000.0, 1e5)], (-2, 3), (1, 5))
+    assert far == ["top center", "top center"]
+
+
+def test_each_new_best_shows_the_metrics_that_moved_most_with_units_and_folds_the_rest(page) -> None:
+    _, html = page
+    section = html[html.index("2. <code>"):html.index('id="stages"')]
+    top = section[:section.index('<details class="metrics-rest">')]
+    rows = top.count("<tr>") - 1 - top.count("<th></th>")  # less the header rows (the clocks' and the metrics')
+    assert 3 <= rows - 3 <= 8  # the three clock rows, then at most eight metrics
+    assert "<td class=\"num\">685.8 µs</td><td class=\"num\">181.6 µs</td><td class=\"num\">-73.5 %</td>" in top
+    assert 'title="dram__throughput.avg.pct_of_peak_sustained_elapsed">DRAM throughput</td>' in top
+    assert "+65.1 pts" in top and "2,048 blocks" in top
+    assert ">smsp__" not in section and ">launch__" not in section  # ncu's raw names only in the tooltips
+    rest = section[section.index('<details class="metrics-rest">'):]
+    assert "the other 53 metrics" in rest and "stall: long scoreboard" in rest and "cycles/issue" in rest
+    assert "536.9 MB" in rest  # DRAM read, in the best's profile only
+
+
+def _log_axes(fig: dict) -> list[dict]:
+    return [v for k, v in fig["layout"].items() if k.startswith(("xaxis", "yaxis")) and v.get("type") == "log"]
+
+
+def _number(label: str) -> float:
+    scale = {"k": 1e3, "M": 1e6, "G": 1e9}
+    return float(label[:-1]) * scale[label[-1]] if label[-1] in scale else float(label)
+
+
+@pytest.mark.parametrize("which", ["page", "gpu_page"])
+def test_every_log_axis_labels_its_ticks_with_the_numbers_they_stand_for(which, request) -> None:
+    got = request.getfixturevalue(which)
+    html = got[1] if isinstance(got, tuple) else got
+    from agent.view.report import CHART_IDS
+
+    axes = [a for c in CHART_IDS if f'id="{c}"' in html for a in _log_axes(_figure(html, c))]
+    assert len(axes) >= 4  # both progress charts' y, the roofline's x and y
+    for axis in axes:
+        assert axis["tickmode"] == "array" and len(axis["tickvals"]) >= 2
+        for value, label in zip(axis["tickvals"], axis["ticktext"]):
+            assert _number(label) == pytest.approx(value, rel=1e-9), (label, value)
+
+
+def test_tick_labels_and_values() -> None:
+    from agent.view.report_charts import log_ticks, tick_label
+
+    assert [tick_label(v) for v in (0.2, 2, 20, 2000, 20000, 1.5e6)] == ["0.2", "2", "20", "2k", "20k", "1.5M"]
+    assert [tick_label(v) for v in log_ticks([0.2, 60], 280, 24)] == ["0.2", "0.5", "1", "2", "5", "10", "20", "50"]
+    narrow = log_ticks([1.39, 1.92], 280, 24)  # a fraction of a decade: round values, not one lonely '2'
+    assert len(narrow) >= 4 and all(1.3 <= v <= 2.0 for v in narrow)
+    assert len(log_ticks([0.0321, 0.0323], 280, 24)) == 2
+
+
+def _stop(root: Path, run_id: str, status: str, finished: bool, pid: int | None = None) -> None:
+    """Leave the recorded run's files as a stop would: its status, and its last iteration begun, not complete."""
+    import json
+    import socket
+
+    run_json = root / "candidates" / run_id / "run.json"
+    record = json.loads(run_json.read_text())
+    record.update(status=status, pid=pid or record["pid"], host=socket.gethostname())
+    if not finished:
+        record["finished_at"] = None
+    run_json.write_text(json.dumps(record))
+    last = root / "candidates" / run_id / "iterations" / "i0003-a1.json"
+    it = json.loads(last.read_text())
+    last.write_text(json.dumps({**it, "completed": False}))
+
+
+def test_an_interrupted_run_says_why_it_stopped_how_far_it_got_and_how_to_resume(tmp_path) -> None:
+    root = tmp_path / "store"
+    shutil.copytree(RECORDED, root, ignore=shutil.ignore_patterns("answers", "record.py"))
+    run_id = next(p.name for p in (root / "candidates").iterdir() if p.is_dir())
+    _stop(root, run_id, "interrupted", finished=True)  # what `agent run` writes when a signal stops it
+    out = tmp_path / "run.html"
+    r = agent("report", run_id, "--root", str(root), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    html = out.read_text(encoding="utf-8")
+    box = html[html.index('id="stopped"'):html.index('id="summary"')]
+    assert "stopped by a signal at 19:32:12 UTC, 0m44s in: Ctrl-C (SIGINT), SIGTERM" in box
+    assert "iteration 3 had judged 3 of 3 candidates (a resume asks it again; nothing judged is lost)" in box
+    assert f'<code class="resume">agent run --resume {run_id} --root {root.resolve()}</code>' in box
+    # the iteration count agrees with the verdict chart's bars: i0 the start, i1-i2 done, i3 cut short
+    assert "2 of 3 done (i1–i2), i3 cut short after 3 candidates; i0 judged the starting kernel · 10 candidates" in html
+    bars = [t["x"] for t in _figure(html, "chart-verdicts")["data"]][0]
+    assert bars == ["i0 start", "i1 memory-fusion", "i2 memory-fusion", "i3 parallelism (cut short)"]
+
+
+def test_a_run_whose_process_vanished_says_so_with_its_pid(tmp_path) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()  # a pid no process has now
+    root = tmp_path / "store"
+    shutil.copytree(RECORDED, root, ignore=shutil.ignore_patterns("answers", "record.py"))
+    run_id = next(p.name for p in (root / "candidates").iterdir() if p.is_dir())
+    _stop(root, run_id, "running", finished=False, pid=gone.pid)
+    out = tmp_path / "run.html"
+    r = agent("report", run_id, "--root", str(root), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    html = out.read_text(encoding="utf-8")
+    assert f"its process (pid {gone.pid} on " in html and "ended without recording a stop" in html
+    assert f"agent run --resume {run_id}" in html
+
+
+def test_a_finished_run_has_no_stop_box_and_cpu_speedups_are_not_given(page) -> None:
+    _, html = page
+    assert 'id="stopped"' not in html and "agent run --resume" not in html
+    assert "speedups n/a (CPU mode)" in html and "0.01× eager" not in html
+    assert "3 of 3 done (i1–i3); i0 judged the starting kernel · 10 candidates" in html
+
+
+def test_the_verdict_chart_has_a_colour_legend_even_for_one_verdict(run, tmp_path) -> None:
+    """A run whose every candidate was correct draws one bar colour: the legend still says what it means."""
+    from agent.view.report import render_report, report_input
+
+    chromium = _chromium()
+    root, run_id = run
+    with Store(root) as s:
+        data = report_input(s, run_id)
+    data.candidates = [c for c in data.candidates if c.result.verdict == "correct"]
+    path = tmp_path / "run.html"
+    path.write_text(render_report(data), encoding="utf-8")
+    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom",
+                          path.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    charts = _Charts(("chart-verdicts",))
+    charts.feed(dom.stdout)
+    inside = charts.found["chart-verdicts"]
+    assert sum(e.startswith("g.trace bars") for e in inside) == 1
+    assert any(e.startswith("g.legend") for e in inside) and any(e.startswith("g.legendtitletext")
+                                                                 or "legendtitle" in e for e in inside)
+
+
+def test_the_page_is_about_four_thousand_pixels_tall_at_1400_wide(page, tmp_path) -> None:
+    """Each new best's table of every raw metric and an open side-by-side rewrite made the page 7,700 px tall at
+    1,400 px wide (11,300 for a five-iteration H200 run): what changed is shown, the rest folded."""
+    chromium = _chromium()
+    path, html = page
+    probe = tmp_path / "probe.html"  # the page, writing its own height into the DOM once its charts have drawn
+    probe.write_text(html + '<script>window.addEventListener("load", () => setTimeout(() => document.body'
+                     '.setAttribute("data-height", document.documentElement.scrollHeight), 300));</script>')
+    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                          "--window-size=1400,1000", "--dump-dom", probe.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    import re
+
+    height = int(re.search(r'data-height="(\d+)"', dom.stdout).group(1))
+    assert 3000 < height < 5000, height

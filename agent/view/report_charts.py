@@ -20,6 +20,7 @@ VERDICT_COLOURS = {
     "runtime_error": "#8c2d19", "compile_error": "#b5651d", "syntax_error": "#e377c2", "no_code": "#8c8c8c",
 }
 CLOCK_STYLE = {"device": "solid", "latency": "dash"}
+ROOFLINE_HEIGHT = 520  # px: a run's kernels sit close together; the room spreads them (and their numbers) apart
 _LAYOUT = dict(template="plotly_white", height=380, margin=dict(l=60, r=20, t=50, b=50),
                legend=dict(x=1.01, y=1, font=dict(size=11)), hovermode="closest")
 
@@ -63,28 +64,31 @@ def tick_label(v: float) -> str:
     return f"{float(f'{v:.3g}'):g}"
 
 
+# Mantissas a log axis may label between powers of ten, roundest first: each is taken where it keeps a label's room
+# from those already taken, so a wide range gets 1-2-5 (or 1-3, or powers alone) and a narrow one 1.2, 1.4, 1.6.
+_MANTISSAS = (2, 5, 3, 1.5, 4, 6, 8, 2.5, 1.2, 7, 9, 1.4, 1.6, 1.8, 3.5, 4.5, 1.1, 1.3, 1.7, 1.9, 2.2, 2.4, 2.6, 2.8)
+
+
 def log_ticks(values: list[float], px: float, slot: float) -> list[float]:
-    """Tick values for a log axis `px` pixels long spanning `values`, a label needing `slot` pixels: 1-2-5 (or
-    fewer) per decade over wide ranges; evenly spaced round numbers over a range under a decade."""
+    """Tick values for a log axis `px` pixels long spanning `values`, a label needing `slot` pixels: powers of ten
+    (every other one where a decade is too short for a label), then round values between them while they fit."""
     vs = [v for v in values if v is not None and v > 0 and math.isfinite(v)]
     if not vs:
         return []
-    lo, hi = min(vs), max(vs)
-    span = max(math.log10(hi / lo), 1e-9)
-    if span < 1:  # round steps across the range: 1.2, 1.4, 1.6 ms, not one lonely '2'
-        per_decade_px = px / (span + 0.1)
-        base = 10 ** math.floor(math.log10(hi / 20))
-        steps = [m * base * 10 ** k for k in range(3) for m in (1, 2, 2.5, 5)]
-        # the smallest round step whose two top ticks (closest together on a log axis) are a label apart
-        step = next((st for st in steps if st < hi and math.log10(hi / (hi - st)) * per_decade_px >= slot),
-                    steps[-1])
-        first = math.floor(lo * 0.9 / step)
-        return [round(k * step, 12) for k in range(max(first, 1), math.ceil(hi * 1.1 / step) + 1)]
-    per_decade = px / (span + 0.2) / slot
-    mantissas = (1, 2, 5) if per_decade >= 3 else (1, 3) if per_decade >= 2 else (1,)
-    every = 1 if per_decade >= 1 else math.ceil(1 / per_decade)
-    start, stop = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
-    return [m * 10.0 ** e for e in range(start, stop + 1) if (e - start) % every == 0 for m in mantissas]
+    a, b = math.log10(min(vs)), math.log10(max(vs))
+    gap = slot * (b - a + 0.1) / px  # a label's room, in decades (plotly pads the range a little)
+    lo, hi = a - 0.04 * (b - a) - 0.01, b + 0.04 * (b - a) + 0.01
+    every = max(1, math.ceil(gap - 1e-9))
+    chosen = [float(e) for e in range(math.floor(lo), math.ceil(hi) + 1) if e % every == 0 and lo <= e <= hi]
+    for m in _MANTISSAS:
+        for e in range(math.floor(lo) - 1, math.ceil(hi) + 1):
+            v = math.log10(m) + e
+            if lo <= v <= hi and all(abs(v - c) >= gap for c in chosen):
+                chosen.append(v)
+    ticks = {float(f"{10 ** c:.6g}") for c in chosen}
+    if len(ticks) < 2:  # a range too narrow for round values: its own ends, to three figures
+        ticks |= {float(f"{min(vs):.3g}"), float(f"{max(vs):.3g}")}
+    return sorted(ticks)
 
 
 def label_log_axes(fig: go.Figure, x_px: float = 860, y_px: float = 280) -> go.Figure:
@@ -224,7 +228,9 @@ def roofline(gpu: GPUSpec | None, placed: list[Placed], best: str | None = None)
     by its number in the table below the chart (a kernel's name is in its hover): names beside points pile up where
     kernels sit close, as a run's variants of one kernel do. The run's best's kernels are stars."""
     fig = go.Figure()
-    xs = [10 ** (e / 20) for e in range(-40, 61)]  # 0.01 .. 1,000 FLOP per byte
+    x_range = (min([-2.0, *(math.floor(math.log10(p.intensity / 2)) for p in placed)]),
+               max([3.0, *(math.ceil(math.log10(p.intensity * 2)) for p in placed)]))  # 0.01 .. 1,000 at least
+    xs = [10 ** (e / 20) for e in range(int(x_range[0] * 20), int(x_range[1] * 20) + 1)]
     ys: list[float] = [p.gflops for p in placed]
     if gpu is not None:
         peak, bw = gpu.fp32_tflops * 1e3, float(gpu.memory_bandwidth_gbs)  # GFLOP/s, GB/s
@@ -237,11 +243,11 @@ def roofline(gpu: GPUSpec | None, placed: list[Placed], best: str | None = None)
         fig.add_trace(go.Scatter(x=[ridge, ridge], y=[min(ys), peak], mode="lines", name=f"ridge {ridge:.1f} "
                                  "FLOP/byte", line=dict(color="#999", dash="dot"), hoverinfo="skip"))
     y_range = (math.log10(min(ys) / 2), math.log10(max(ys) * 2)) if ys else (0.0, 5.0)
-    spots = label_spots([(p.intensity, p.gflops) for p in placed], (-2.0, 3.0), y_range)
+    spots = label_spots([(p.intensity, p.gflops) for p in placed], x_range, y_range, (860, ROOFLINE_HEIGHT - 100))
     by_candidate: dict[str, list[tuple[int, Placed]]] = {}
     for n, p in enumerate(placed, start=1):
         by_candidate.setdefault(p.candidate, []).append((n, p))
-    for cid, ps in by_candidate.items():
+    for cid, ps in sorted(by_candidate.items(), key=lambda kv: kv[0] == best):  # the best's star drawn on top
         name = short_candidate_id(cid, cid.rsplit("-", 2)[0]) + (" ★ the best" if cid == best else "")
         fig.add_trace(go.Scatter(
             x=[p.intensity for _, p in ps], y=[p.gflops for _, p in ps], mode="markers+text", name=name,
@@ -256,9 +262,11 @@ def roofline(gpu: GPUSpec | None, placed: list[Placed], best: str | None = None)
     name = gpu.name if gpu is not None else "unknown GPU"
     fig.update_layout(title=f"roofline of the {name} (FP32, DRAM) with every profiled kernel, numbered as in the "
                             "table below", **_LAYOUT)
-    fig.update_xaxes(title="arithmetic intensity (FLOP per DRAM byte, log)", type="log", range=[-2, 3])
+    if placed:
+        fig.update_layout(height=ROOFLINE_HEIGHT)
+    fig.update_xaxes(title="arithmetic intensity (FLOP per DRAM byte, log)", type="log", range=list(x_range))
     fig.update_yaxes(title="GFLOP/s (log)", type="log", range=list(y_range))
-    return label_log_axes(fig)
+    return label_log_axes(fig, y_px=ROOFLINE_HEIGHT - 100 if placed else 280)
 
 
 # Where a point's label may go (plotly's textposition), as offsets of the label's centre from the point in units of
@@ -276,7 +284,7 @@ def label_spots(points: list[tuple[float, float]], x_range: tuple[float, float],
                 (y_range[1] - math.log10(y)) / (y_range[1] - y_range[0]) * px[1])
 
     centres = [at(max(x, 1e-12), max(y, 1e-12)) for x, y in points]
-    boxes = [(cx - 6, cy - 6, cx + 6, cy + 6) for cx, cy in centres]  # the markers
+    boxes = [(cx - 8, cy - 8, cx + 8, cy + 8) for cx, cy in centres]  # the markers (the best's star the largest)
     out: list[str] = []
     for n, (cx, cy) in enumerate(centres, start=1):
         w, h = 7 * len(str(n)) + 2, 13

@@ -16,14 +16,14 @@ CLOCK_WORDS = {"device": "the device clock (the GPU's time, calls queued back to
                "latency": "the latency clock (one synchronized call, host included)"}
 
 
-def _versus(what: str, best: float, base: float, name: str, fmt=fmt_ms) -> str:
-    """One comparison in words with both figures: who beats whom on `what`, and by how much."""
+def _versus(what: str, best: float, base: float, name: str, fmt=fmt_ms, better: str = "faster") -> str:
+    """One comparison in words with both figures: on `what`, who beats whom, and by how much."""
     if best < base:
-        return f"the best beats {name} on {what}: {fmt(best)} against {name}'s {fmt(base)} ({base / best:.2f}× better)"
+        return f"on {what}, the best beats {name}: {fmt(best)} against {name}'s {fmt(base)} ({base / best:.2f}× {better})"
     if best > base:
-        return f"{name} beats the best on {what}: {fmt(base)} against the best's {fmt(best)} " \
-               f"({best / base:.2f}× better than the best)"
-    return f"the best ties {name} on {what}: {fmt(best)} each"
+        return f"on {what}, {name} beats the best: {fmt(base)} against the best's {fmt(best)} " \
+               f"({best / base:.2f}× {better} than the best)"
+    return f"on {what}, the best ties {name}: {fmt(best)} each"
 
 
 def standing(best: Candidate | None, baselines: Timing | None, objective: str) -> list[str]:
@@ -48,12 +48,12 @@ def standing(best: Candidate | None, baselines: Timing | None, objective: str) -
             out.append(_versus(CLOCK_WORDS[clock], mine, base, name))
         mj, base_mj = t.energy_mj, _pick(t, baselines, f"{key}_energy_mj")
         if mj is not None and base_mj is not None:
-            out.append(_versus("energy per call", mj, base_mj, name, fmt_mj))
+            out.append(_versus("energy per call", mj, base_mj, name, fmt_mj, "less energy"))
     if t.compile_fp32_device_ms is not None and t.compile_error is not None:
         out.append(f"torch.compile's own error ({t.compile_error:.2g}) is outside the tolerance "
                    f"({t.compile_tolerance or 0:.2g}): with TF32 off it takes {fmt_ms(t.compile_fp32_device_ms)} "
                    "on the device clock")
-    return [s[0].upper() + s[1:] for s in out]
+    return [s[0].upper() + s[1:] if s.startswith("on ") else s for s in out]
 
 
 def _pick(t: Timing, baselines: Timing | None, field: str) -> float | None:
@@ -108,12 +108,12 @@ def stopped(run: RunRecord, iterations: list[IterationRecord], cands: list[Candi
         return None
     last = max([run.started_at, *(c.created_at for c in cands), *(it.started_at for it in iterations)])
     at = run.finished_at or last
-    minutes = max((at - run.started_at).total_seconds(), 0.0) / 60
-    when = f"at {at.strftime('%H:%M:%S UTC')}, {minutes:.1f} min in"
+    s = int(max((at - run.started_at).total_seconds(), 0.0))
+    when = f"at {at.strftime('%H:%M:%S UTC')}, {s // 60}m{s % 60:02d}s in"
     if run.status == "failed":
         why = f"the run stopped on an error {when} (its message went to the terminal; the store keeps no copy)"
     elif run.finished_at is not None:  # the run wrote "interrupted" itself: a stop signal reached it
-        why = (f"stopped by a signal {when}: Ctrl-C (SIGINT), SIGTERM (`timeout`, a scheduler, a container stop) or "
+        why = (f"stopped by a signal {when}: Ctrl-C (SIGINT), SIGTERM (timeout, a scheduler, a container stop) or "
                "SIGHUP (a closed terminal); the run killed its candidates' sandboxes and recorded the stop (which "
                "signal is not recorded)")
     else:  # the store found its process gone: it never got to say so
@@ -123,7 +123,7 @@ def stopped(run: RunRecord, iterations: list[IterationRecord], cands: list[Candi
     cut = cut_short(run, iterations)
     if cut is not None:
         n, k = sum(1 for c in cands if c.iteration == cut), run.config.samples
-        why += f"; iteration {cut} had judged {n} of {k} candidates (a resume asks it again, keeping them)"
+        why += f"; iteration {cut} had judged {n} of {k} candidates (a resume asks it again; nothing judged is lost)"
     elif run.iterations < run.config.iterations:
         why += f"; {run.iterations} of {run.config.iterations} iterations were done"
     command = f"agent run --resume {run.id}"
