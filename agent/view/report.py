@@ -1,11 +1,12 @@
 """`agent report`: one run as one self-contained HTML page (plotly's JavaScript inlined: it opens offline, from a
 file, with no server). What it shows, top to bottom: for a run that did not finish, why it stopped and the command
-that resumes it; in short, the best against torch.compile and eager on each clock, in words (agent.view.report_summary);
-the run at a glance (configuration, GPU, versions, tokens and cost); the best so far against candidates and against wall time on both clocks, with eager and torch.compile;
-energy per call (or why it was not measured); the roofline of the GPU with every profiled kernel (or why one cannot
-be placed); the verdicts of each iteration and every failure's message; each new best, with what changed in its
-metrics (the most-moved with units, the rest folded: agent.view.report_metrics) and in its code (side by side); the
-stage path and why each stage was chosen.
+that resumes it; in short, the best against torch.compile and eager on each clock, in words
+(agent.view.report_summary); the run at a glance (configuration, GPU, versions, tokens and cost); the best so far
+against candidates and against wall time on both clocks, with eager and torch.compile; energy per call (or why it
+was not measured); the roofline of the GPU with every profiled kernel (or why one cannot be placed); the verdicts of
+each iteration and every failure's message; each new best, with what changed in its metrics (the most-moved with
+units, the rest folded: agent.view.report_metrics) and in its code (side by side); the stage path and why each stage
+was chosen.
 
 `report_input` reads a run from the store; `render_report` turns it into the page (jinja2:
 agent/data/report/run.html.j2; the charts: agent.view.report_charts).
