@@ -110,7 +110,8 @@ def test_an_interrupted_run_says_why_it_stopped_how_far_it_got_and_how_to_resume
     assert "iteration 3 had judged 3 of 3 candidates (a resume asks it again; nothing judged is lost)" in box
     assert f'<code class="resume">agent run --resume {run_id} --root {root.resolve()}</code>' in box
     # the iteration count agrees with the verdict chart's bars: i0 the start, i1-i2 done, i3 cut short
-    assert "2 of 3 done (i1–i2), i3 cut short after 3 candidates; i0 judged the starting kernel · 10 candidates" in html
+    assert ("2 of 3 done (i1–i2), i3 cut short after 3 candidates; i0 judged the starting kernel · 10 candidates"
+            in html)
     bars = [t["x"] for t in _figure(html, "chart-verdicts")["data"]][0]
     assert bars == ["i0 start", "i1 memory-fusion", "i2 memory-fusion", "i3 parallelism (cut short)"]
 

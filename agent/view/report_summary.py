@@ -19,7 +19,8 @@ CLOCK_WORDS = {"device": "the device clock (the GPU's time, calls queued back to
 def _versus(what: str, best: float, base: float, name: str, fmt=fmt_ms, better: str = "faster") -> str:
     """One comparison in words with both figures: on `what`, who beats whom, and by how much."""
     if best < base:
-        return f"on {what}, the best beats {name}: {fmt(best)} against {name}'s {fmt(base)} ({base / best:.2f}× {better})"
+        return f"on {what}, the best beats {name}: {fmt(best)} against {name}'s {fmt(base)} " \
+               f"({base / best:.2f}× {better})"
     if best > base:
         return f"on {what}, {name} beats the best: {fmt(base)} against the best's {fmt(best)} " \
                f"({best / base:.2f}× {better} than the best)"
