@@ -132,7 +132,7 @@ def test_every_chart_draws_in_a_real_headless_chromium_and_a_screenshot_is_saved
     assert sum(e.startswith("g.trace bars") for e in bars) == 6  # correct and five kinds of failure
 
     shot = tmp_path / "report.png"
-    r = subprocess.run([*base, f"--user-data-dir={tmp_path / 'profile-shot'}", "--window-size=1280,3300",
+    r = subprocess.run([*base, f"--user-data-dir={tmp_path / 'profile-shot'}", "--window-size=1400,4300",
                         f"--screenshot={shot}", path.as_uri()], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", r.stderr[-2000:]
     assert shot.stat().st_size > 100_000  # charts and tables, not a blank page
@@ -207,3 +207,42 @@ def test_a_run_with_energy_gets_an_energy_chart_beside_its_clocks(run) -> None:
     html = render_report(data)
     assert 'id="chart-energy"' in html and "energy: not measured" not in html
     assert "eager 600 mJ" in html and "torch.compile 200 mJ" in html  # the baselines' lines, named
+
+
+def test_each_new_best_shows_the_metrics_that_moved_most_with_units_and_folds_the_rest(page) -> None:
+    _, html = page
+    section = html[html.index("2. <code>"):html.index('id="stages"')]
+    top = section[:section.index('<details class="metrics-rest">')]
+    rows = top.count("<tr>") - 1 - top.count("<th></th>")  # less the header rows (the clocks' and the metrics')
+    assert 3 <= rows - 3 <= 8  # the three clock rows, then at most eight metrics
+    assert "<td class=\"num\">685.8 µs</td><td class=\"num\">181.6 µs</td><td class=\"num\">-73.5 %</td>" in top
+    assert 'title="dram__throughput.avg.pct_of_peak_sustained_elapsed">DRAM throughput</td>' in top
+    assert "+65.1 pts" in top and "2,048 blocks" in top
+    assert ">smsp__" not in section and ">launch__" not in section  # ncu's raw names only in the tooltips
+    rest = section[section.index('<details class="metrics-rest">'):]
+    assert "the other 53 metrics" in rest and "stall: long scoreboard" in rest and "cycles/issue" in rest
+    assert "536.9 MB" in rest  # DRAM read, in the best's profile only
+
+
+def test_a_finished_run_has_no_stop_box_and_cpu_speedups_are_not_given(page) -> None:
+    _, html = page
+    assert 'id="stopped"' not in html and "agent run --resume" not in html
+    assert "speedups n/a (CPU mode)" in html and "0.01× eager" not in html
+    assert "3 of 3 done (i1–i3); i0 judged the starting kernel · 10 candidates" in html
+
+
+def test_the_page_is_about_four_thousand_pixels_tall_at_1400_wide(page, tmp_path) -> None:
+    """Each new best's table of every raw metric and an open side-by-side rewrite made the page 7,700 px tall at
+    1,400 px wide (11,300 for a five-iteration H200 run): what changed is shown, the rest folded."""
+    chromium = _chromium()
+    path, html = page
+    probe = tmp_path / "probe.html"  # the page, writing its own height into the DOM once its charts have drawn
+    probe.write_text(html + '<script>window.addEventListener("load", () => setTimeout(() => document.body'
+                     '.setAttribute("data-height", document.documentElement.scrollHeight), 300));</script>')
+    dom = subprocess.run([chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp_path / 'profile'}",
+                          "--window-size=1400,1000", "--dump-dom", probe.as_uri()],
+                         capture_output=True, text=True, timeout=120)
+    import re
+
+    height = int(re.search(r'data-height="(\d+)"', dom.stdout).group(1))
+    assert 3000 < height < 5000, height

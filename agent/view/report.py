@@ -1,10 +1,12 @@
 """`agent report`: one run as one self-contained HTML page (plotly's JavaScript inlined: it opens offline, from a
-file, with no server). What it shows, top to bottom: the run at a glance (configuration, GPU, versions, tokens and
-cost); the best so far against candidates and against wall time on both clocks, with eager and torch.compile;
-energy per call (or why it was not measured); the roofline of the GPU with every profiled kernel (or why one cannot
-be placed); the verdicts of each iteration and every failure's message; each new best, with what changed in its
-metrics (agent.ncu.diff, with directions) and in its code (side by side); the stage path and why each stage was
-chosen.
+file, with no server). What it shows, top to bottom: for a run that did not finish, why it stopped and the command
+that resumes it; in short, the best against torch.compile and eager on each clock, in words
+(agent.view.report_summary); the run at a glance (configuration, GPU, versions, tokens and cost); the best so far
+against candidates and against wall time on both clocks, with eager and torch.compile; energy per call (or why it
+was not measured); the roofline of the GPU with every profiled kernel (or why one cannot be placed); the verdicts of
+each iteration and every failure's message; each new best, with what changed in its metrics (the most-moved with
+units, the rest folded: agent.view.report_metrics) and in its code (side by side); the stage path and why each stage
+was chosen.
 
 `report_input` reads a run from the store; `render_report` turns it into the page (jinja2:
 agent/data/report/run.html.j2; the charts: agent.view.report_charts).
@@ -15,17 +17,21 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 from agent.catalog import find_gpu
 from agent.harness.settings import settings
 from agent.ncu import diff as metrics_diff
-from agent.ncu import metric_info
 from agent.schema import Candidate, GPUSpec, Timing, Verdict
 from agent.store import IterationRecord, RunRecord
 from agent.view.fmt import energy_text, fmt_cost, fmt_mj, fmt_ms, fmt_tokens, fmt_x
+from agent.view.report_metrics import metric_rows
+from agent.view.report_summary import cut_short, iterations_text, standing, stopped
 from agent.view.runs import short_candidate_id
 
+# A code change this small (lines in + out) is shown open; a larger one, a rewrite, is folded behind its line counts.
+CODE_DIFF_OPEN = 40
 # Charts are drawn by plotly.js in the page; these are the ids a test (or a reader's browser) finds them by.
 CHART_IDS = ("chart-progress-candidates", "chart-progress-time", "chart-energy", "chart-roofline", "chart-verdicts")
 
@@ -39,13 +45,14 @@ class ReportInput:
     iterations: list[IterationRecord]
     versions: dict[str, str] = field(default_factory=dict)
     gpu: GPUSpec | None = None
+    root: Path | None = None  # the store it was read from: where `agent run --resume` must look
 
 
 def report_input(store: Any, run_id: str) -> ReportInput:
     """The run `run_id` (a unique prefix or its tag is enough) from `store` (agent.store.Store), read-only."""
     run = store.get_run(run_id)
     return ReportInput(run=run, candidates=store.candidates(run.id), iterations=store.iterations(run.id),
-                       versions=store.run_versions(run.id), gpu=find_gpu(run.gpu))
+                       versions=store.run_versions(run.id), gpu=find_gpu(run.gpu), root=store.root)
 
 
 def best_chain(data: ReportInput) -> list[Candidate]:
@@ -85,8 +92,8 @@ def render_report(data: ReportInput, now: datetime | None = None) -> str:
     if measured:
         figures["chart-energy"] = charts.energy(pts, baselines)
     placed, unplaced = charts.place(cands, data.gpu)
-    figures["chart-roofline"] = charts.roofline(data.gpu, placed)
-    figures["chart-verdicts"] = charts.verdicts(cands)
+    figures["chart-roofline"] = charts.roofline(data.gpu, placed, run.best)
+    figures["chart-verdicts"] = charts.verdicts(cands, cut_short(run, data.iterations))
     config = {"displaylogo": False, "responsive": True}
     html = {k: Markup(f.to_html(full_html=False, include_plotlyjs=False, div_id=k, config=config))
             for k, f in figures.items()}
@@ -97,7 +104,9 @@ def render_report(data: ReportInput, now: datetime | None = None) -> str:
         run=run, plotly_js=Markup(plotly.offline.get_plotlyjs()), charts=html,
         energy_note=None if measured else _energy_notes(timed),
         roofline_note=_roofline_note(cands, placed, unplaced, data.gpu, run),
-        unplaced=unplaced, placed=placed,
+        unplaced=unplaced, placed=placed, short=lambda cid: short_candidate_id(cid, run.id),
+        summary=standing(chain[-1] if chain else None, baselines, run.config.objective),
+        stopped=stopped(run, data.iterations, cands, data.root),
         facts=_facts(data, chain), bests=[_best_section(chain, i) for i in range(len(chain))],
         failures=_failures(cands), stages=_stages(data.iterations), stage_path=_stage_path(data.iterations),
         config=_config(data), gpu=data.gpu, versions=data.versions, cpu=cpu,
@@ -142,7 +151,7 @@ def _facts(data: ReportInput, chain: list[Candidate]) -> list[tuple[str, str]]:
              ("numerics", "fp32" if run.config.precision == "fp32" else
               f"tf32 (tolerance floor {settings().validation.tf32_tolerance_floor:g})"),
              ("proposer", run.config.llm + (f" ({run.config.model})" if run.config.llm == "openai" else "")),
-             ("iterations", f"{run.iterations} of {run.config.iterations}, {run.candidates} candidates"),
+             ("iterations", iterations_text(run, data.iterations, data.candidates)),
              ("started", run.started_at.strftime("%Y-%m-%d %H:%M:%S UTC")), ("duration", _duration(run)),
              ("tokens", fmt_tokens(u.prompt_tokens + u.completion_tokens) + f" ({fmt_tokens(u.prompt_tokens)} in, "
                         f"{fmt_tokens(u.completion_tokens)} out)"),
@@ -150,10 +159,10 @@ def _facts(data: ReportInput, chain: list[Candidate]) -> list[tuple[str, str]]:
     if best is not None:
         facts.append(("best", best.id))
     if t is not None:
-        facts.append(("best's clocks", f"device {fmt_ms(t.device_ms)}, latency {fmt_ms(t.latency_ms)}; "
-                                       f"{fmt_x(t.speedup_vs_eager)} eager, {fmt_x(t.speedup_vs_compile)} "
-                                       f"torch.compile ({'device' if t.objective == 'energy' else t.objective})"
-                                       + ("" if t.meaningful else "; CPU mode: not meaningful")))
+        speedups = (f"{fmt_x(t.speedup_vs_eager)} eager, {fmt_x(t.speedup_vs_compile)} torch.compile "
+                    f"({'device' if t.objective == 'energy' else t.objective})" if t.meaningful
+                    else "speedups n/a (CPU mode)")
+        facts.append(("best's clocks", f"device {fmt_ms(t.device_ms)}, latency {fmt_ms(t.latency_ms)}; {speedups}"))
         facts.append(("best's energy", energy_text(t)))
     return facts
 
@@ -180,38 +189,25 @@ def _best_section(chain: list[Candidate], i: int) -> dict[str, Any]:
     cur, prev = chain[i], chain[i - 1] if i > 0 else None
     out: dict[str, Any] = {"candidate": cur, "previous": prev, "clocks": _clock_change(
         prev.result.timing if prev else None, cur.result.timing)}
+    out["metrics"], out["metrics_rest"] = [], []
     if prev is None:
         out["metrics_note"] = "the run's first best: nothing to compare with"
-        out["metrics"] = []
     elif prev.profile is None or cur.profile is None:
         which = " and ".join(c.id for c in (prev, cur) if c.profile is None)
         out["metrics_note"] = f"no ncu profile of {which}: no metrics to compare"
-        out["metrics"] = []
     else:
-        deltas = metrics_diff(prev.profile, cur.profile)
-        both = [d for d in deltas if d.before is not None and d.after is not None]
-        moved = [d for d in both if d.direction != "same"]
-        notes = [f"{len(moved)} changed beyond noise", f"{len(both) - len(moved)} within noise (not shown)"]
-        if len(deltas) > len(both):
-            notes.append(f"{len(deltas) - len(both)} in one profile only (not compared)")
-        out["metrics_note"] = ", ".join(notes)
-        out["metrics"] = [{"kernel": d.kernel, "metric": metric_info(d.metric).label, "name": d.metric,
-                           "before": _num(d.before), "after": _num(d.after),
-                           "pct": "" if d.pct is None else f"{d.pct:+.1f} %", "direction": d.direction}
-                          for d in moved]
+        out["metrics"], out["metrics_rest"], out["metrics_note"] = metric_rows(metrics_diff(prev.profile, cur.profile))
     if prev is not None and prev.code is not None and cur.code is not None:
-        table = difflib.HtmlDiff(wrapcolumn=72).make_table(
-            prev.code.splitlines(), cur.code.splitlines(), short_candidate_id(prev.id, prev.run_id),
-            short_candidate_id(cur.id, cur.run_id), context=True, numlines=3)
-        out["code_diff"] = table
+        a, b = prev.code.splitlines(), cur.code.splitlines()
+        out["code_diff"] = difflib.HtmlDiff(wrapcolumn=72).make_table(
+            a, b, short_candidate_id(prev.id, prev.run_id), short_candidate_id(cur.id, cur.run_id), context=True,
+            numlines=3)
+        ops = [op for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes() if op[0] != "equal"]
+        added, removed = sum(j2 - j1 for _, _, _, j1, j2 in ops), sum(i2 - i1 for _, i1, i2, _, _ in ops)
+        out["code_summary"] = f"{added} lines in, {removed} out, in {len(ops)} place{'s' if len(ops) != 1 else ''}"
+        out["code_open"] = added + removed <= CODE_DIFF_OPEN
     out["code"] = cur.code or ""
     return out
-
-
-def _num(v: float | int | None) -> str:
-    if v is None:
-        return "–"
-    return f"{int(v):,}" if float(v).is_integer() else f"{v:,.4g}"
 
 
 def _failures(cands: list[Candidate]) -> list[dict[str, str]]:
