@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.harness import kernelbench
 from agent.harness.job import TrialRecord
 from agent.harness.settings import settings, tolerance
 from agent.schema import Check
@@ -27,7 +28,7 @@ def representable(truth: Any, dtype: Any) -> Any:
     return torch.where(truth.abs() > top, truth.sign() * torch.inf, truth)
 
 
-def _mismatch(o: Any, t: Any) -> Any:
+def wrong_in_kind(o: Any, t: Any) -> Any:
     """Where `o` is wrong in kind, whatever the tolerance: non-finite where the truth is finite, or not the truth's own
     NaN or infinity where the truth is one (a log of a negative is NaN in any implementation of it)."""
     import torch
@@ -39,7 +40,7 @@ def _mismatch(o: Any, t: Any) -> Any:
 
 def rel_error(out: Any, truth: Any) -> float:
     """max |out - truth| / max |truth| over the truth's finite elements, in fp64; inf where out is wrong in kind
-    (`_mismatch`: NaN/Inf where the truth is finite, anything but the truth's own NaN/Inf where it is not). Never NaN:
+    (`wrong_in_kind`: NaN/Inf where the truth is finite, anything but the truth's own NaN/Inf where it is not). Never NaN:
     a truth with NaN in it (KLDivLoss of a log of a negative) made this NaN, which passed every `error > tolerance`."""
     import torch
 
@@ -49,7 +50,7 @@ def rel_error(out: Any, truth: Any) -> float:
         return float("inf")
     if o.numel() == 0:
         return 0.0
-    if bool(_mismatch(o, t).any()):
+    if bool(wrong_in_kind(o, t).any()):
         return float("inf")
     fin = torch.isfinite(t)
     if not bool(fin.any()):
@@ -64,7 +65,7 @@ def worst_index(out: Any, truth: Any) -> tuple[int, ...]:
 
     o = out.detach().to("cpu", torch.float64)
     t = representable(truth.detach().to("cpu", torch.float64), out.dtype)
-    bad = _mismatch(o, t)
+    bad = wrong_in_kind(o, t)
     if not bool(bad.any()):
         bad = torch.where(torch.isfinite(t), (o - t).abs(), -1.0)
         bad = bad == bad.max()
@@ -151,6 +152,15 @@ class Comparison(BaseModel):
     message: str
 
 
+def _error(o: Any, t: Any, precision: str) -> float:
+    """One output's error as `precision` measures it (kernelbench: element-wise, agent.harness.kernelbench)."""
+    return kernelbench.error(o, t) if precision == "kernelbench" else rel_error(o, t)
+
+
+def _tolerance(eager_error: float, precision: str) -> float:
+    return kernelbench.tolerance() if precision == "kernelbench" else tolerance(eager_error, precision)
+
+
 def _fmt_shape(shape: list[int]) -> str:
     return "x".join(map(str, shape)) if shape else "scalar"
 
@@ -196,7 +206,7 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
         if r is None:
             continue  # the parent refused unknown trial ids before comparing (pipeline)
         rt, truth = ref.trials[r], ref.truths[r]
-        tols = [tolerance(_eager_for(eager_at, rt.size, k), precision) for k in range(max(1, len(truth)))]
+        tols = [_tolerance(_eager_for(eager_at, rt.size, k), precision) for k in range(max(1, len(truth)))]
         tol, nearest = tols[0], 0  # the tolerance shown: that of the output nearest its own
         where = f"size {trial.size} (inputs {', '.join(_fmt_shape(s) for s in rt.input_shapes)}), {trial.distribution} inputs, {trial.buffer}"
         if len(config_labels) > 1:
@@ -225,7 +235,7 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
                             note += (" where the fp64 truth is finite; the problem's own Model is non-finite there in "
                                      "fp32 too (an intermediate overflow): only an answer that avoids it is right")
                         break
-                e = rel_error(o, t)
+                e = _error(o, t, precision)
                 if error is None or e / tols[k] > error / tol:  # the output nearest its own tolerance speaks
                     error, tol, nearest = e, tols[k], k
                 if e > tols[k]:
@@ -249,7 +259,9 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
         if not passed:
             severity = float("inf") if error is None else error / tol
             detail = f"{where}: {note}"
-            if error is not None and error > tol:
+            if error is not None and error > tol and precision == "kernelbench":
+                detail += f"; error {error:.3g} > tolerance {tol:.3g} ({kernelbench.words()}: --precision kernelbench)"
+            elif error is not None and error > tol:
                 detail += (f"; relative error {error:.3g} > tolerance {tol:.3g} (eager fp32 at this size: "
                            f"{_eager_for(eager_at, rt.size, nearest):.3g}"
                            + ("; --precision tf32" if precision == "tf32" else "") + ")")
@@ -267,6 +279,10 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
                     "input_precision=\"ieee\" (or \"tf32x3\") for fp32 accuracy, or run with --precision tf32")
         return Comparison(passed=False, checks=checks, message=msg)
     worst = max(checks, key=lambda c: (c.error or 0.0) / (c.tolerance or 1.0))
+    if precision == "kernelbench":
+        return Comparison(passed=True, checks=checks, message=f"correct on {len(checks)} trials by "
+                          f"{kernelbench.words()} (--precision kernelbench); worst error {worst.error:.3g} "
+                          f"(tolerance {worst.tolerance:.3g})")
     return Comparison(passed=True, checks=checks,
                    message=f"correct on {len(checks)} trials; worst relative error {worst.error:.3g} (tolerance {worst.tolerance:.3g})")
 
@@ -288,9 +304,10 @@ def compare_timed(ref: Reference, sampled: list[int], outputs: list[list[Any]], 
             return (f"a timed call ({n + 1} of {len(sampled)} checked among {reps}) returned {len(outs)} outputs, "
                     f"expected {len(truth)}")
         for j, (o, t) in enumerate(zip(outs, truth)):
-            error, tol = rel_error(o, t), tolerance(_eager_for(eager_at, timed_size, j), precision)
+            error, tol = _error(o, t, precision), _tolerance(_eager_for(eager_at, timed_size, j), precision)
             if error > tol:
+                what = "error" if precision == "kernelbench" else "relative error"
                 return (f"a timed call ({n + 1} of {len(sampled)} checked among {reps}) returned a wrong output for "
-                        f"new values in the same buffers: relative error {error:.3g} > tolerance {tol:.3g} (a result "
+                        f"new values in the same buffers: {what} {error:.3g} > tolerance {tol:.3g} (a result "
                         "memoised across calls?)")
     return None

@@ -139,8 +139,7 @@ def _facts(data: ReportInput, chain: list[Candidate]) -> list[tuple[str, str]]:
     facts = [("status", run.status), ("problem", run.config.problem),
              ("stage", run.config.stage + (" (the ladder, by bottleneck)" if run.config.stage == "auto" else "")),
              ("GPU", f"{run.gpu} ({run.device})"), ("objective", run.config.objective),
-             ("numerics", "fp32" if run.config.precision == "fp32" else
-              f"tf32 (tolerance floor {settings().validation.tf32_tolerance_floor:g})"),
+             ("numerics", _numerics(run.config.precision)),
              ("proposer", run.config.llm + (f" ({run.config.model})" if run.config.llm == "openai" else "")),
              ("iterations", f"{run.iterations} of {run.config.iterations}, {run.candidates} candidates"),
              ("started", run.started_at.strftime("%Y-%m-%d %H:%M:%S UTC")), ("duration", _duration(run)),
@@ -156,6 +155,13 @@ def _facts(data: ReportInput, chain: list[Candidate]) -> list[tuple[str, str]]:
                                        + ("" if t.meaningful else "; CPU mode: not meaningful")))
         facts.append(("best's energy", energy_text(t)))
     return facts
+
+
+def _numerics(precision: str) -> str:
+    v = settings().validation
+    return {"tf32": f"tf32 (tolerance floor {v.tf32_tolerance_floor:g})",
+            "kernelbench": f"kernelbench (KernelBench's check: atol = rtol = {v.kernelbench_tolerance:g})"}.get(
+        precision, precision)
 
 
 def _config(data: ReportInput) -> list[tuple[str, str]]:
