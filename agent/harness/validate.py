@@ -40,8 +40,9 @@ def wrong_in_kind(o: Any, t: Any) -> Any:
 
 def rel_error(out: Any, truth: Any) -> float:
     """max |out - truth| / max |truth| over the truth's finite elements, in fp64; inf where out is wrong in kind
-    (`wrong_in_kind`: NaN/Inf where the truth is finite, anything but the truth's own NaN/Inf where it is not). Never NaN:
-    a truth with NaN in it (KLDivLoss of a log of a negative) made this NaN, which passed every `error > tolerance`."""
+    (`wrong_in_kind`: NaN/Inf where the truth is finite, anything but the truth's own NaN/Inf where it is not).
+    Never NaN: a truth with NaN in it (KLDivLoss of a log of a negative) made this NaN, which passed every
+    `error > tolerance`; a truth with an Inf made the scale inf, and every error 0."""
     import torch
 
     o = out.detach().to("cpu", torch.float64)
