@@ -98,3 +98,10 @@ def test_a_trial_record_with_an_infinite_eager_error_survives_its_json():
     back = WorkerResult.model_validate_json(res.model_dump_json())
     assert back.trials[0].eager_error == float("inf") and back.trials[0].eager_errors[0] == float("inf")
     assert back.trials[0].eager_errors[1] != back.trials[0].eager_errors[1] and back.trials[0].eager_errors[2] == 1e-7
+
+
+def test_an_infinity_in_the_truth_no_longer_scales_every_other_error_to_zero():
+    """max |truth| was inf, so 4.0 where 1.0 was right came out as a relative error of 0."""
+    truth = torch.tensor([float("inf"), 1.0], dtype=torch.float64)
+    assert rel_error(torch.tensor([float("inf"), 5.0]), truth) == 4.0
+    assert rel_error(torch.tensor([float("inf"), 1.0]), truth) == 0.0
