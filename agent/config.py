@@ -19,6 +19,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from agent.errors import UserError
 from agent.llm.pricing import Price
+from agent.schema import Precision
 
 ENV_PREFIX = "AGENT_"
 
@@ -43,7 +44,7 @@ class RunDefaults(_Section):
     budget_usd: float | None = Field(default=None, gt=0)
     timeout: float | None = Field(default=None, gt=0, description="per-candidate limit, seconds")
     objective: Literal["latency", "device", "energy"] | None = None
-    precision: Literal["fp32", "tf32"] | None = None
+    precision: Precision | None = None
     device: Literal["cuda", "cpu"] | None = None
     seed: int | None = None
     diagnosis: Literal["on", "off"] | None = None

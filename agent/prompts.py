@@ -43,7 +43,7 @@ class PromptInput(BaseModel):
     diagnosis: list[Finding] = Field(default_factory=list, description="[DIAGNOSIS]: findings, most valuable first")
     memory: list[str] = Field(default_factory=list, description="[MEMORY]: what the run tried, one line each "
                               "(agent.memory.lines)")
-    precision: Precision = Field(default="fp32", description="--precision: tf32 adds a [NUMERICS] block")
+    precision: Precision = Field(default="fp32", description="--precision: tf32 and kernelbench add a [NUMERICS] block")
 
 
 def templates_dir() -> Path:
@@ -165,6 +165,7 @@ def render(inp: PromptInput) -> str:
         memory=inp.memory,
         precision=inp.precision,
         tf32_floor=settings().validation.tf32_tolerance_floor,
+        kernelbench_tol=f"{settings().validation.kernelbench_tolerance:g}",
     )
 
 

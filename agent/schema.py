@@ -175,7 +175,7 @@ OBJECTIVES: tuple[Objective, ...] = ("latency", "device", "energy")
 SearchPolicy = Literal["greedy", "beam", "tree"]
 # The numerics a candidate is held to: fp32 (the default), or tf32 (10-bit-mantissa products admitted, as PyTorch's
 # own default lets cuDNN do; torch.compile's channels-last convolutions rely on it): agent.harness.settings.tolerance
-Precision = Literal["fp32", "tf32"]
+Precision = Literal["fp32", "tf32", "kernelbench"]
 # What a leaderboard row, `--json` progress events and the store index carry of a Timing, in this order.
 CLOCK_KEYS = ("objective", "candidate_ms", "speedup_vs_eager", "speedup_vs_compile", "device_ms", "latency_ms",
               "host_ms", "launches", "device_speedup_vs_eager", "latency_speedup_vs_eager", "device_speedup_vs_compile",
@@ -361,7 +361,8 @@ class RunConfig(Model):
     timeout_s: float | None = Field(default=None, description="per-candidate limit; None: scaled to the problem")
     objective: Objective = Field(default="latency", description="the clock the run optimizes (README: why latency)")
     precision: Precision = Field(default="fp32", description="the numerics candidates (and torch.compile's own "
-                                 "answer) are held to: fp32, or tf32's wider tolerance floor")
+                                 "answer) are held to: fp32, tf32's wider tolerance floor, or KernelBench's own check "
+                                 "(agent.harness.kernelbench)")
     seed: int = 0
     diagnosis: bool = Field(default=False, description="a [DIAGNOSIS] block in the prompts (agent run turns it on; "
                             "runs recorded before it existed had none, and re-render without it)")

@@ -148,3 +148,144 @@ def test_each_output_has_its_own_tolerance():
     assert not off.passed and off.checks[0].tolerance == 1e-4 and "output 1" in off.message
     assert compare_timed(ref, [0], [[noise, torch.tensor([1.0, 2.001])]], 10) is not None
     assert compare_timed(ref, [0], [[noise, plain.float()]], 10) is None
+
+
+# ---------------------------------------------------------------- --precision kernelbench
+
+GELU = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """KernelBench level 1 #26's shape: GELU of torch.rand inputs."""
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(x)
+
+
+batch_size = 16
+dim = 16384
+
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+GELU_ANSWER = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gelu_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, BODY, mask=m)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        out = torch.empty_like(x)
+        n = x.numel()
+        gelu_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK=256)
+        return out
+'''
+
+
+def test_kernelbench_error_is_allclose_with_its_tolerance_element_by_element():
+    """KernelBench v0/v0.1 (src/eval.py): torch.allclose(ref, out, atol=1e-2, rtol=1e-2); the error shown is at most
+    the tolerance exactly where allclose holds, and NaN/Inf are judged as at fp32."""
+    import torch
+
+    from agent.harness import kernelbench
+
+    assert kernelbench.tolerance() == 1e-2 and settings().validation.kernelbench_trials == 5
+    g = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        t = torch.randn(64, generator=g, dtype=torch.float64) * 10 ** float(torch.randint(-3, 4, (1,), generator=g))
+        o = (t + torch.randn(64, generator=g, dtype=torch.float64) * 10 ** float(
+            torch.randint(-5, 0, (1,), generator=g))).float()
+        assert (kernelbench.error(o, t) <= 1e-2) == torch.allclose(o.double(), t, atol=1e-2, rtol=1e-2)
+    assert kernelbench.error(torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 2.0], dtype=torch.float64)) == \
+        float("inf")
+
+
+def test_kernelbench_draws_the_problems_own_inputs_five_times_at_its_own_size():
+    from agent.harness import kernelbench
+    from agent.schema import SizeSet
+
+    trials = kernelbench.trials([SizeSet(label="full"), SizeSet(label="odd", overrides={"n": 3})], seed=7)
+    assert [(t.size, t.distribution) for t in trials] == [(0, "problem")] * 5
+    assert len({t.seed for t in trials}) == 5 and [t.buffer for t in trials][:3] == ["fresh", "same", "new"]
+
+
+def judge_gelu(tmp_path, body: str, precision: str) -> dict:
+    problem, answer = tmp_path / "gelu.py", tmp_path / f"gelu_{abs(hash(body))}.py"
+    problem.write_text(GELU)
+    answer.write_text(GELU_ANSWER.replace("BODY", body))
+    out = subprocess.run([sys.executable, "-m", "agent", "eval", str(answer), "--problem", str(problem), "--stage",
+                          "correctness", "--device", "cpu", "--no-timing", "--json", "--precision", precision],
+                         capture_output=True, text=True, timeout=600)
+    assert out.stdout.strip(), out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_an_approximation_within_kernelbenchs_tolerance_passes_only_under_kernelbench(tmp_path):
+    """GELU as x * sigmoid(1.702 x): 4.5e-3 off at x = 1, inside KernelBench's allclose on its own torch.rand draws
+    (what a published result would call correct), 5e-3 relative, far outside fp32's 1e-4. A clearly wrong answer
+    (ReLU) is incorrect under both."""
+    approx = "x * tl.sigmoid(1.702 * x)"
+    fp32 = judge_gelu(tmp_path, approx, "fp32")
+    assert fp32["verdict"] == "incorrect" and "> tolerance 0.0001" in fp32["message"]
+    kb = judge_gelu(tmp_path, approx, "kernelbench")
+    assert kb["verdict"] == "correct", kb["message"]
+    assert "KernelBench's check" in kb["message"] and "--precision kernelbench" in kb["message"]
+    assert [(c["size"], c["distribution"]) for c in kb["checks"]] == [("cpu", "problem")] * 5
+    assert all(2e-3 < c["error"] <= 1e-2 and c["tolerance"] == 1e-2 for c in kb["checks"])
+    relu = "tl.maximum(x, 0.0)"
+    assert judge_gelu(tmp_path, relu, "fp32")["verdict"] == "incorrect"
+    wrong = judge_gelu(tmp_path, relu, "kernelbench")
+    assert wrong["verdict"] == "incorrect" and "> tolerance 0.01" in wrong["message"]
+    assert "--precision kernelbench" in wrong["message"]
+
+
+def test_the_prompt_and_the_report_say_kernelbench_when_the_run_uses_it():
+    from agent.catalog import find_gpu as gpu
+    from agent.prompts import PromptInput, render as render_prompt
+    from agent.stages import get_stage
+    from agent.view.report import _numerics
+
+    inp = PromptInput(stage=get_stage("memory-fusion"), gpu=gpu("h100"), code="x = 1\n", precision="kernelbench")
+    text = render_prompt(inp)
+    assert "[NUMERICS]" in text and "KernelBench's own check" in text and "0.01 + 0.01 x |reference|" in text
+    assert _numerics("kernelbench") == "kernelbench (KernelBench's check: atol = rtol = 0.01)"
+    assert _numerics("fp32") == "fp32" and _numerics("tf32") == "tf32 (tolerance floor 0.002)"
+
+
+@pytest.mark.slow  # a run of iteration 0 on the CPU
+@pytest.mark.timeout(600)
+def test_agent_run_records_kernelbench_with_the_run_and_shows_it_in_the_verdict(tmp_path):
+    from agent.store import Store
+
+    run = subprocess.run([sys.executable, "-m", "agent", "run", "--device", "cpu", "--llm", "offline", "--iterations",
+                          "0", "--precision", "kernelbench", "--root", str(tmp_path)], capture_output=True, text=True,
+                         timeout=500)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert "numerics" in run.stdout and "--precision kernelbench" in run.stdout
+    with Store(tmp_path) as store:
+        [record] = store.list_runs()
+        assert record.config.precision == "kernelbench"
+    [row] = json.loads(subprocess.run([sys.executable, "-m", "agent", "leaderboard", "--root", str(tmp_path), "--json",
+                                       "--all"], capture_output=True, text=True, timeout=120).stdout)
+    show = subprocess.run([sys.executable, "-m", "agent", "show", row["candidate"], "--root", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "COLUMNS": "400"})
+    assert row["verdict"] == "correct" and "by KernelBench's check" in show.stdout, show.stdout

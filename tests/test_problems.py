@@ -261,6 +261,59 @@ def test_derived_sizes_resize_only_number_literals_so_computed_globals_follow(tm
         assert m.hidden == 4 * m.out_channels and m.bias_shape == (m.out_channels, 1, 1)
 
 
+MATMUL = '''
+import torch
+
+
+class Model(torch.nn.Module):
+    """KernelBench level 1 #2's shape: sizes written as products."""
+
+    def forward(self, a, b):
+        return torch.matmul(a, b)
+
+
+M = 1024 * 2
+K = 4096 * 2
+N = 2048 * 2
+batch_size = 2 ** 4 + 0
+steps = -(-100 // 3)
+
+
+def get_inputs():
+    return [torch.rand(M, K), torch.rand(K, N)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_sizes_written_as_constant_arithmetic_are_size_globals_and_reduced_on_the_cpu(tmp_path):
+    """12 of KernelBench's 100 level-1 files write `M = 1024 * 2`: read as no size at all, the CPU ran a 2048x8192 @
+    8192x4096 matmul under the interpreter (out of memory, or past the 180 s limit)."""
+    from agent.problems.source import SizeSource
+
+    path = tmp_path / "matmul.py"
+    path.write_text(MATMUL)
+    assert SizeSource(path).sizes == {"M": 2048, "K": 8192, "N": 4096, "batch_size": 16, "steps": 34}
+    sizes = {s.label: s.overrides for s in derive_sizes(load_module(path))["cpu_sizes"]}
+    assert sizes["cpu"] == {"M": 32, "K": 32, "N": 2, "batch_size": 2}  # N, as n, is read as a batch
+    a, b = load_module(path, sizes["cpu"]).get_inputs()
+    assert a.shape == (32, 32) and b.shape == (32, 2)
+    assert load_module(path).M == 2048  # the file's own value where not overridden
+
+
+@pytest.mark.parametrize("expr", ["10 ** 10 ** 10", "2 ** 1000", "1 // 0", "8 / 2", "n * 2", "(-8) ** 0.5",
+                                  "1e308 * 10", "True + 1", "'a' * 3", "f(2) * 2"])
+def test_arithmetic_that_is_not_a_plain_number_is_not_computed_and_not_a_size(tmp_path, expr):
+    """Only numbers and + - * // **, evaluated on the tree (never eval()), and none that could not be a size."""
+    from agent.problems.source import SizeSource
+
+    path = tmp_path / "odd.py"
+    path.write_text(f"n = 4\nx = {expr}\n")
+    assert "x" not in SizeSource(path).sizes
+
+
 HARD_CODED = FORMS.replace("bias_shape = (out_channels, 1, 1)", "bias_shape = (24, 1, 1)")
 
 

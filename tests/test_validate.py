@@ -48,3 +48,60 @@ def test_a_well_conditioned_output_keeps_a_tight_base():
         model.float()
         out32 = [model(inputs[0])]
     assert SHAKES >= 2 and eager_errors(model, inputs, out32, truth, seed=0)[0] < 1e-5
+
+
+# ---------------------------------------------------------------- references with NaN and Inf in them
+
+
+def test_where_the_truth_is_nan_only_nan_is_right_and_the_error_is_never_nan():
+    """KLDivLoss of a log of a negative: the truth is NaN. The error was NaN, and `NaN > tolerance` is False, so any
+    output passed; now the truth's NaN must come back as NaN, and the rest is measured as before."""
+    truth = torch.tensor([float("nan"), 2.0, -4.0], dtype=torch.float64)
+    assert rel_error(torch.tensor([float("nan"), 2.0, -4.0]), truth) == 0.0
+    assert abs(rel_error(torch.tensor([float("nan"), 2.0, -4.004]), truth) - 0.004 / 4.0) < 1e-7
+    assert rel_error(torch.tensor([1.0, 2.0, -4.0]), truth) == float("inf")  # a number where the truth is NaN
+    assert rel_error(torch.tensor([float("nan")]), torch.tensor([float("nan")], dtype=torch.float64)) == 0.0
+
+
+def test_a_truth_beyond_fp32s_range_is_fp32s_infinity_and_a_finite_one_is_not():
+    """cumprod on inputs of mean 5: the fp64 truth reaches 1e40 where every fp32 answer, eager's too, is inf."""
+    from agent.harness.validate import representable, worst_index
+
+    truth = torch.tensor([1e40, -1e40, 3.0, float("inf")], dtype=torch.float64)
+    assert torch.equal(representable(truth, torch.float32), torch.tensor([torch.inf, -torch.inf, 3.0, torch.inf],
+                                                                         dtype=torch.float64))
+    assert torch.equal(representable(truth, torch.float64), truth)
+    assert rel_error(torch.tensor([torch.inf, -torch.inf, 3.0, torch.inf]), truth) == 0.0
+    assert rel_error(torch.tensor([torch.inf, torch.inf, 3.0, torch.inf]), truth) == float("inf")  # wrong sign
+    assert rel_error(torch.tensor([1.0, 2.0, torch.inf]), torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)) == \
+        float("inf")
+    assert worst_index(torch.tensor([torch.inf, torch.inf, 3.0, torch.inf]), truth) == (1,)
+    assert worst_index(torch.tensor([1.0, 2.5, 3.0]), torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)) == (1,)
+
+
+def test_an_infinite_eager_error_gives_the_floor_never_an_infinite_tolerance():
+    """Eager fp32 overflowing where the truth does not has no error to scale by: max(floor, 4 x inf) passed anything."""
+    from agent.harness.settings import settings, tolerance
+
+    floor = settings().validation.tolerance_floor
+    assert tolerance(float("inf")) == tolerance(float("nan")) == floor
+    assert tolerance(float("inf"), "tf32") == settings().validation.tf32_tolerance_floor
+
+
+def test_a_trial_record_with_an_infinite_eager_error_survives_its_json():
+    """It was written as null, which its schema refused: "the reference ... failed: exit status 0"."""
+    from agent.harness.job import TrialRecord, WorkerResult
+
+    res = WorkerResult(mode="reference", trials=[TrialRecord(id=0, size="cpu", distribution="offset", buffer="fresh",
+                                                             eager_error=float("inf"),
+                                                             eager_errors=[float("inf"), float("nan"), 1e-7])])
+    back = WorkerResult.model_validate_json(res.model_dump_json())
+    assert back.trials[0].eager_error == float("inf") and back.trials[0].eager_errors[0] == float("inf")
+    assert back.trials[0].eager_errors[1] != back.trials[0].eager_errors[1] and back.trials[0].eager_errors[2] == 1e-7
+
+
+def test_an_infinity_in_the_truth_no_longer_scales_every_other_error_to_zero():
+    """max |truth| was inf, so 4.0 where 1.0 was right came out as a relative error of 0."""
+    truth = torch.tensor([float("inf"), 1.0], dtype=torch.float64)
+    assert rel_error(torch.tensor([float("inf"), 5.0]), truth) == 4.0
+    assert rel_error(torch.tensor([float("inf"), 1.0]), truth) == 0.0

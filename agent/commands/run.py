@@ -40,10 +40,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="what candidates are ranked by: latency (a synchronized call, host included; default), "
                         "device (GPU time of calls queued back to back) or energy (the GPU's energy per call, from "
                         "NVML; where it cannot be measured, latency)")
-    p.add_argument("--precision", choices=("fp32", "tf32"), help="the numerics candidates are held to: fp32 (default: "
-                   "a tolerance of max(1e-4, 4x eager's own error vs fp64)) or tf32 (a floor of 2e-3: TF32 products, "
-                   "as cuDNN and torch.compile's channels-last convolutions use under PyTorch's defaults; "
-                   "torch.compile's answer is held to the same)")
+    p.add_argument("--precision", choices=("fp32", "tf32", "kernelbench"), help="the numerics candidates are held "
+                   "to: fp32 (default: a tolerance of max(1e-4, 4x eager's own error vs fp64)), tf32 (a floor of "
+                   "2e-3: TF32 products, as cuDNN and torch.compile's channels-last convolutions use under PyTorch's "
+                   "defaults; torch.compile's answer is held to the same) or kernelbench (KernelBench's own check, "
+                   "to compare with published results: allclose with atol=rtol=1e-2 on 5 draws of the problem's "
+                   "get_inputs() at its own sizes)")
     p.add_argument("--seed", type=int, help="seed for weights and validation inputs (default: 0)")
     p.add_argument("--diagnosis", choices=("on", "off"), help="a [DIAGNOSIS] block of findings from the current "
                    "best's profile and clocks in every prompt (default: on)")

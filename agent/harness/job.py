@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from agent.harness.settings import TimingSettings, settings
 from agent.inductor.model import Capture
@@ -162,6 +162,9 @@ class Trace(Model):
 class TrialRecord(Model):
     """One validation trial as the worker ran it (tensors live in the outputs file, same order)."""
 
+    # eager's own error may be inf (it overflows where the truth does not): JSON's null for it failed the result's
+    # schema ("the reference ... failed: exit status 0"), so infinities and NaN are written as such
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
     id: int
     size: str
     distribution: str
@@ -205,6 +208,7 @@ class BenchStats(Model):
 
 
 class WorkerResult(Model):
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")  # an error of inf is no "not measured"
     mode: Mode
     ok: bool = False
     phase: str = "start"

@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.errors import HarnessError
-from agent.harness import extract, policy
+from agent.harness import extract, kernelbench, policy
 from agent.harness.cache import salted
 from agent.harness.job import (
     Device,
@@ -329,13 +329,14 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             results[i] = static
             final(i)
             continue
-        key = (req.problem.path, device, req.seed, req.time_it, req.cache_dir)
+        key = (req.problem.path, device, req.seed, req.time_it, req.cache_dir, req.precision == "kernelbench")
         if key not in plans:  # one plan per problem/seed/device: the round's candidates share one truth
             seed = salted(req.seed, req.cache_dir)
             # the inputs' seeds are not the weights': ModelNew's __init__ runs under the weights' seed and could
             # otherwise draw every trial's inputs itself (torch.initial_seed()), a copy no operator derived from them
             inputs = salted(req.seed, req.cache_dir, "inputs")
-            trials = plan_trials(sizes_for(req.problem, device), inputs, settings().validation.distributions)
+            trials = kernelbench.trials(sizes_for(req.problem, device), inputs) if req.precision == "kernelbench" \
+                else plan_trials(sizes_for(req.problem, device), inputs, settings().validation.distributions)
             plans[key] = (seed, trials, plan_timing(device, seed) if req.time_it else None)
         seed, trials, plan = plans[key]
         runnable.append((i, _Job(req=req, device=device, code=static[0], kernels=static[1], seed=seed, trials=trials,

@@ -111,8 +111,9 @@ def _deterministic(first: list[Any], again: list[Any], rel_error: Any) -> None:
     drift = max((rel_error(a, t) for a, t in zip(again, first)), default=0.0)
     if drift > 1e-9:  # fp64 reordering (atomics) stays near 1e-15
         raise ValueError(f"the problem's Model is not deterministic: two calls on the same inputs differ by {drift:.1e} "
-                         "(relative), and no tolerance can judge an answer against it: a random op in training mode "
-                         "(nn.Dropout: p=0 or self.eval() in the problem file)")
+                         "(relative), and no tolerance can judge an answer against it: a random op in its forward "
+                         "(torch.rand/randn/randint/bernoulli, or dropout in training mode: nn.Dropout: p=0 or "
+                         "self.eval() in the problem file)")
 
 
 def _baseline(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:

@@ -4,8 +4,9 @@ Overrides are applied to the source, before the file runs, so that every global 
 follows it: with `out_channels` overridden, `bias_shape = (out_channels, 1, 1)` is computed from the new value (setting
 the attribute after the file ran left it at the old one, and the reference then failed at that size).
 
-A *size global* is a name the file binds exactly once, directly at its top level, to a number literal:
-  `batch_size = 16`, `batch_size: int = 16`, `height = width = 64`, `D, H, W = 24, 32, 32`, `scale = -0.5`.
+A *size global* is a name the file binds exactly once, directly at its top level, to a number literal or constant
+arithmetic on them (`+ - * // **`): `batch_size = 16`, `batch_size: int = 16`, `height = width = 64`,
+`D, H, W = 24, 32, 32`, `scale = -0.5`, `M = 8192 * 2`.
 Only those can be overridden; a name computed from others (`hidden = 4 * dim`), bound twice (`n = 8` ... `n += 1`),
 bound inside an `if`/`for`/function, or by an import is not one, and overriding it is a UserError naming why: it
 follows the literals it derives from. A number written inside a tuple (`bias_shape = (16, 1, 1)`) is the file's own
@@ -16,6 +17,7 @@ a derived size at which the reference then fails is skipped (agent.problems.runn
 from __future__ import annotations
 
 import ast
+import operator
 from collections import Counter
 from pathlib import Path
 from types import CodeType
@@ -24,13 +26,33 @@ from agent.errors import UserError
 from agent.schema import Number, SizeOverrides
 
 
+# Constant arithmetic a size may be written in (`M = 8192 * 2`, `K = 131072 * 8`: 12 of KernelBench's 100 level-1
+# files): evaluated here, on numbers only, never by eval(). `/` is left out: it makes a float, which is no size.
+_ARITHMETIC = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+               ast.Pow: operator.pow}
+_MAX_MAGNITUDE = 2**63  # past any tensor dimension: `10 ** 10 ** 10` is refused before it is computed
+
+
 def _number(node: ast.expr) -> Number | None:
-    """The value of a number literal (`3`, `2.5`, `-1`), else None (bools are not numbers here)."""
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+    """The value of a number literal (`3`, `2.5`, `-1`) or of constant arithmetic on them (`8192 * 2`, `2 ** 14`,
+    `(1024 + 1) // 2`), else None (bools are not numbers here; a name makes it computed, not a size)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
         inner = _number(node.operand)
-        return -inner if inner is not None else None
+        return None if inner is None else -inner if isinstance(node.op, ast.USub) else inner
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
         return node.value
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _number(node.left), _number(node.right)
+        if left is None or right is None:
+            return None
+        if isinstance(node.op, ast.Pow) and (abs(right) > 64 or abs(left) > _MAX_MAGNITUDE):
+            return None
+        try:
+            value = _ARITHMETIC[type(node.op)](left, right)
+        except (ArithmeticError, ValueError):  # `1 // 0`, `0 ** -1`
+            return None
+        if isinstance(value, (int, float)) and abs(value) <= _MAX_MAGNITUDE:
+            return value
     return None
 
 

@@ -148,8 +148,7 @@ def _facts(data: ReportInput, chain: list[Candidate]) -> list[tuple[str, str]]:
     facts = [("status", run.status), ("problem", run.config.problem),
              ("stage", run.config.stage + (" (the ladder, by bottleneck)" if run.config.stage == "auto" else "")),
              ("GPU", f"{run.gpu} ({run.device})"), ("objective", run.config.objective),
-             ("numerics", "fp32" if run.config.precision == "fp32" else
-              f"tf32 (tolerance floor {settings().validation.tf32_tolerance_floor:g})"),
+             ("numerics", _numerics(run.config.precision)),
              ("proposer", run.config.llm + (f" ({run.config.model})" if run.config.llm == "openai" else "")),
              ("iterations", iterations_text(run, data.iterations, data.candidates)),
              ("started", run.started_at.strftime("%Y-%m-%d %H:%M:%S UTC")), ("duration", _duration(run)),
@@ -165,6 +164,13 @@ def _facts(data: ReportInput, chain: list[Candidate]) -> list[tuple[str, str]]:
         facts.append(("best's clocks", f"device {fmt_ms(t.device_ms)}, latency {fmt_ms(t.latency_ms)}; {speedups}"))
         facts.append(("best's energy", energy_text(t)))
     return facts
+
+
+def _numerics(precision: str) -> str:
+    v = settings().validation
+    return {"tf32": f"tf32 (tolerance floor {v.tf32_tolerance_floor:g})",
+            "kernelbench": f"kernelbench (KernelBench's check: atol = rtol = {v.kernelbench_tolerance:g})"}.get(
+        precision, precision)
 
 
 def _config(data: ReportInput) -> list[tuple[str, str]]:

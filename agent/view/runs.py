@@ -277,6 +277,8 @@ def run_summary(run: RunRecord, top: list[LeaderRow] | None = None) -> Renderabl
     g.add_row("search", f"{cfg.search}" + (f" {cfg.beam}" if cfg.search == "beam" else "")
               + f", memory {'on' if cfg.memory else 'off'}")
     g.add_row("objective", f"{cfg.objective} ({OBJECTIVE_WORDS[cfg.objective]})")
+    if cfg.precision != "fp32":  # what "correct" means in this run
+        g.add_row("numerics", f"{cfg.precision} (--precision {cfg.precision})")
     g.add_row("iterations", f"{run.iterations} of {cfg.iterations}, {run.candidates} candidates")
     u = run.usage
     g.add_row("usage", f"{fmt_tokens(u.prompt_tokens + u.completion_tokens)} tokens, {fmt_cost(u.cost_usd, u.priced)}"
