@@ -43,6 +43,7 @@ from agent.harness.settings import settings
 from agent.harness.shared import Shared
 from agent.harness.validate import Reference
 from agent.harness.workerio import Gpu
+from agent.printable import printable
 from agent.redact import scrub
 from agent.schema import EvalResult, Objective, OnResult, Precision, ProblemSpec, Stage, Verdict
 
@@ -269,6 +270,19 @@ def phases(static_s: float, before_s: float, spawned: float, exited: float, mark
     return out
 
 
+def shown(r: EvalResult) -> None:
+    """Make `r`'s text fit to show and store: secrets scrubbed (agent.redact), control characters escaped
+    (agent.printable). Every text here may quote the candidate (its exception, its output, its source line); the
+    code itself is kept as it was evaluated, and escaped where it is drawn."""
+    r.message = printable(scrub(r.message))
+    for c in r.checks:
+        c.note = printable(scrub(c.note))
+    if r.timing is not None:
+        r.timing.note = printable(scrub(r.timing.note))
+        r.timing.energy_note = printable(scrub(r.timing.energy_note))
+    r.phases = {printable(k): v for k, v in r.phases.items()}
+
+
 # ---------------------------------------------------------------- public entry points
 
 
@@ -312,9 +326,7 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
     def final(i: int) -> None:
         r = results[i]
         if r is not None:
-            r.message = scrub(r.message)
-            for c in r.checks:
-                c.note = scrub(c.note)
+            shown(r)
             on_result(i, r)
     runnable: list[tuple[int, _Job]] = []
     plans: dict[tuple, tuple[int, list[TrialSpec], TimingPlan | None]] = {}

@@ -11,6 +11,7 @@ from datetime import datetime
 import plotly.graph_objects as go
 
 from agent.diagnosis.roofline import measure
+from agent.printable import printable
 from agent.schema import Candidate, GPUSpec, Timing, Verdict
 
 VERDICT_COLOURS = {
@@ -229,5 +230,6 @@ def verdicts(cands: list[Candidate]) -> go.Figure:
 
 
 def first_line(message: str) -> str:
+    """The message's first line, control characters escaped (a stored message may predate agent.printable)."""
     lines = (message or "").strip().splitlines()
-    return lines[0] if lines else ""
+    return printable(lines[0]) if lines else ""
