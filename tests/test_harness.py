@@ -30,8 +30,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def request(source: str, problem: str = "gap44", stage: str = "memory-fusion", **kw) -> EvalRequest:
+    """`problem`: a name, or a problem file's path under tests/candidates (a manifest's own problems)."""
     kw.setdefault("time_it", False)
-    return EvalRequest(source=source, problem=load_problem(problem), stage=get_stage(stage), device="cpu", **kw)
+    where = str(CANDIDATES / problem) if problem.endswith(".py") else problem
+    return EvalRequest(source=source, problem=load_problem(where, "cpu"), stage=get_stage(stage), device="cpu", **kw)
 
 
 def answer(case: dict) -> str:
