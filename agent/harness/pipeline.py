@@ -33,6 +33,7 @@ from agent.harness.job import (
     plan_trials,
     prepare_job,
     read_result,
+    trial_seed,
 )
 from agent.harness.judge import judge
 from agent.harness.limit import ConfigPasses, Limit, limit_for
@@ -41,6 +42,7 @@ from agent.harness.runner import load_tensors, run_worker, sizes_for
 from agent.harness.sandbox import Deadline
 from agent.harness.settings import settings
 from agent.harness.shared import Shared
+from agent.harness.tiles import Widths, largest_tile
 from agent.harness.validate import Reference
 from agent.harness.workerio import Gpu
 from agent.printable import printable
@@ -158,9 +160,13 @@ class _Job(BaseModel):
     code: str
     kernels: list[str]
     seed: int = Field(description="the request's seed, salted (agent.harness.cache.salted)")
-    trials: list[TrialSpec]
+    trials: list[TrialSpec] = Field(description="the round's trials, then this answer's own (`past`)")
     plan: TimingPlan | None
     static_s: float = 0.0
+    round_problem: ProblemSpec | None = Field(default=None, description="the problem at the round's sizes, where "
+                                              "req.problem holds `past`'s too (None: req.problem)")
+    past: int = Field(default=0, description="trials of this answer's own at the end of `trials`: a size past its "
+                                             "widest tile (agent.harness.tiles)")
 
     def hide(self) -> list[Path]:
         """What the candidate must not see: the request's directories and the cache of truths."""
@@ -270,6 +276,20 @@ def phases(static_s: float, before_s: float, spawned: float, exited: float, mark
     return out
 
 
+def _past_tile(problem: ProblemSpec, device: Device, code: str, widths: Widths, inputs: int,
+               first: int) -> tuple[ProblemSpec, list[TrialSpec]]:
+    """`problem` with one more size and the trial at it, where the answer's widest tile (agent.harness.tiles) is not
+    exceeded by any of the device's sizes: a tile without a loop that covers every size given is wrong past them."""
+    sizes = sizes_for(problem, device)
+    wide = widths.past(problem.path, sizes, largest_tile(code))
+    if wide is None:
+        return problem, []
+    field = "sizes" if device == "cuda" else "cpu_sizes"
+    trial = TrialSpec(id=first, size=len(sizes), distribution=(wide.distributions or ["randn"])[0],
+                      seed=trial_seed(inputs, len(sizes), 0), buffer="fresh", trace=True)
+    return problem.model_copy(update={field: [*sizes, wide]}), [trial]
+
+
 def shown(r: EvalResult) -> None:
     """Make `r`'s text fit to show and store: secrets scrubbed (agent.redact), control characters escaped
     (agent.printable). Every text here may quote the candidate (its exception, its output, its source line); the
@@ -329,7 +349,8 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             shown(r)
             on_result(i, r)
     runnable: list[tuple[int, _Job]] = []
-    plans: dict[tuple, tuple[int, list[TrialSpec], TimingPlan | None]] = {}
+    plans: dict[tuple, tuple[int, int, list[TrialSpec], TimingPlan | None]] = {}
+    widths = Widths()
     for i, req in enumerate(reqs):
         device = req.device or default_device()
         if device == "cuda" and req.gpu_lock is None:  # every evaluation on a GPU takes that GPU's host-wide lock
@@ -348,17 +369,25 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             # otherwise draw every trial's inputs itself (torch.initial_seed()), a copy no operator derived from them
             inputs = salted(req.seed, req.cache_dir, "inputs")
             trials = plan_trials(sizes_for(req.problem, device), inputs, settings().validation.distributions)
-            plans[key] = (seed, trials, plan_timing(device, seed) if req.time_it else None)
-        seed, trials, plan = plans[key]
-        runnable.append((i, _Job(req=req, device=device, code=static[0], kernels=static[1], seed=seed, trials=trials,
-                                 plan=plan, static_s=time.monotonic() - t0)))
+            plans[key] = (seed, inputs, trials, plan_timing(device, seed) if req.time_it else None)
+        seed, inputs, trials, plan = plans[key]
+        problem, past = _past_tile(req.problem, device, static[0], widths, inputs, len(trials))
+        runnable.append((i, _Job(req=req.model_copy(update={"problem": problem}), device=device, code=static[0],
+                                 kernels=static[1], seed=seed, trials=trials + past, plan=plan, round_problem=req.problem,
+                                 past=len(past), static_s=time.monotonic() - t0)))
 
     def truth(job: _Job) -> Truth:
-        r = job.req
-        ref = shared.reference(r.problem, job.device, job.seed, job.trials, job.plan, job.hide(), r.gpu_lock,
-                               time_eager=job.device == "cpu", cache_dir=r.cache_dir)
+        r, ours, problem = job.req, len(job.trials) - job.past, job.round_problem or job.req.problem
+        ref = shared.reference(problem, job.device, job.seed, job.trials[:ours], job.plan, job.hide(),
+                               r.gpu_lock, time_eager=job.device == "cpu", cache_dir=r.cache_dir)
+        if job.past:  # the answer's own trials: their truths apart, at the sizes that hold them
+            more = shared.reference(r.problem, job.device, job.seed, job.trials[ours:], None, job.hide(), r.gpu_lock,
+                                    cache_dir=r.cache_dir)
+            ref = Reference(trials=ref.trials + more.trials, truths=ref.truths + more.truths, pool=ref.pool,
+                            eager_ms=ref.eager_ms)
         # Baselines are timed once per problem/size/GPU, not per round: their speed does not depend on the seed.
-        return ref, (shared.baseline(r.problem, job.device, r.cache_dir, job.hide(), r.gpu_lock) if r.time_it else None)
+        return ref, (shared.baseline(problem, job.device, r.cache_dir, job.hide(), r.gpu_lock)
+                     if r.time_it else None)
 
     def limit(job: _Job, base: WorkerResult | None) -> Limit:
         return limit_for(job.req.problem.name, job.device, len(job.trials), job.plan is not None, base,

@@ -56,7 +56,9 @@ class Shared:
                   cache_dir: Path | None = None) -> Reference:
         """The fp64 truths of `trials` and of the plan's timing pool (its secret positions do not change them)."""
         with self._lock:
+            # the sizes too: a trial names its size by index (an answer's own size past its tile is one more)
             name = entry_name(f"{problem.name}-ref", problem.path.read_bytes(), device, seed, time_eager,
+                              json.dumps([s.model_dump() for s in sizes_for(problem, device)], sort_keys=True),
                               json.dumps([t.model_dump() for t in trials], sort_keys=True),
                               plan.pool_seeds if plan else [], self._fingerprint(device))
             if name in self._refs:
