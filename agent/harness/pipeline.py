@@ -41,6 +41,7 @@ from agent.harness.prewarm import Prewarm
 from agent.harness.runner import load_tensors, run_worker, sizes_for
 from agent.harness.sandbox import Deadline
 from agent.harness.settings import settings
+from agent.harness.saturation import varied_trials
 from agent.harness.shared import Shared
 from agent.harness.tiles import Widths, largest_tile
 from agent.harness.validate import Reference
@@ -368,7 +369,10 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             # the inputs' seeds are not the weights': ModelNew's __init__ runs under the weights' seed and could
             # otherwise draw every trial's inputs itself (torch.initial_seed()), a copy no operator derived from them
             inputs = salted(req.seed, req.cache_dir, "inputs")
-            trials = plan_trials(sizes_for(req.problem, device), inputs, settings().validation.distributions)
+            sizes, drawn = sizes_for(req.problem, device), settings().validation.distributions
+            trials = plan_trials(sizes, inputs, drawn)
+            if device == "cpu":  # where the truth saturates on every draw: inputs that keep it in range
+                trials += varied_trials(shared.varied(req.problem, sizes, drawn), sizes, drawn, inputs, len(trials))
             plans[key] = (seed, inputs, trials, plan_timing(device, seed) if req.time_it else None)
         seed, inputs, trials, plan = plans[key]
         problem, past = _past_tile(req.problem, device, static[0], widths, inputs, len(trials))
