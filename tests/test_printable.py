@@ -58,9 +58,10 @@ def test_the_console_escapes_what_any_renderable_holds_and_keeps_its_own_styles(
 
 
 def agent(*args: str) -> subprocess.CompletedProcess:
+    """The real CLI; its output decoded as it was written (text mode would turn a raw \r into a newline)."""
     env = {**os.environ, "COLUMNS": "400", "NO_COLOR": "1", "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "agent", *args], capture_output=True, cwd=REPO, env=env,
-                          timeout=300, text=True, encoding="utf-8")
+    r = subprocess.run([sys.executable, "-m", "agent", *args], capture_output=True, cwd=REPO, env=env, timeout=300)
+    return subprocess.CompletedProcess(r.args, r.returncode, r.stdout.decode("utf-8"), r.stderr.decode("utf-8"))
 
 
 @pytest.mark.slow  # one CPU evaluation
@@ -73,9 +74,9 @@ def test_agent_eval_of_an_answer_whose_exception_paints_a_verdict_shows_it_escap
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
-    """A run whose candidates' code, message and idea hold PAINT raw (as a store written before the escape holds)."""
+    """A run whose candidates' code, message and idea hold LINE raw (as a store written before the escape holds)."""
     root = tmp_path_factory.mktemp("store")
-    code = f"import triton\n\nclass ModelNew:\n    NOTE = '{PAINT}'\n"
+    code = f"import triton\n\nclass ModelNew:\n    NOTE = '{LINE}'\n"  # (the store reads \r as a line end)
     with Store(root) as s:
         run = s.create_run(RunConfig(problem="gap44"), gpu="h100", device="cuda")
         s.record_iteration(run, 1, "memory-fusion", "prompt", "requested", None)
@@ -101,7 +102,7 @@ def test_stored_candidate_text_reaches_the_terminal_escaped(store, command):
     r = agent(*argv, "--root", str(root))
     assert r.returncode == 0, r.stderr
     if command == "export":  # to a pipe: the code as it was judged, byte for byte
-        assert PAINT.replace("\r", "") in r.stdout.replace("\r", "") and "\x1b[2K" in r.stdout
+        assert LINE in r.stdout
         return
     assert raw_in(r.stdout) == [], r.stdout  # before: the code's and the message's ESC reached stdout
     assert "\\x1b[1;32mverdic" in r.stdout  # (a table may wrap the rest)
@@ -128,3 +129,11 @@ def test_run_progress_lines_escape_a_candidates_message(capsys):
         progress.candidate_done(c)
     out = capsys.readouterr().out
     assert raw_in(out) == [] and "\\x1b[1;32mverdict correct" in out
+
+
+def test_show_json_holds_the_code_as_judged_in_ascii(store):
+    root, _, failed = store
+    r = agent("show", failed, "--json", "--root", str(root))
+    assert r.returncode == 0, r.stderr
+    assert raw_in(r.stdout) == []  # before: the C1 CSI and the bidi overrides came out raw (JSON escapes only C0)
+    assert LINE in (Candidate.model_validate_json(r.stdout).code or "")

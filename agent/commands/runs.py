@@ -147,8 +147,8 @@ def show(args: argparse.Namespace) -> int:
     _require_store(store, args.candidate)
     with store:
         c = store.get_candidate(args.candidate)
-    if args.json:
-        print(c.model_dump_json(indent=2))
+    if args.json:  # ASCII: an answer's C1 controls and bidi overrides are \u escapes, as its ESC is
+        print(json.dumps(c.model_dump(mode="json"), indent=2))
         return 0
     if args.sass:
         return _show_sass(store, c)

@@ -282,7 +282,11 @@ def _past_tile(problem: ProblemSpec, device: Device, code: str, widths: Widths, 
     """`problem` with one more size and the trial at it, where the answer's widest tile (agent.harness.tiles) is not
     exceeded by any of the device's sizes: a tile without a loop that covers every size given is wrong past them."""
     sizes = sizes_for(problem, device)
-    wide = widths.past(problem.path, sizes, largest_tile(code))
+    try:
+        wide = widths.past(problem.path, sizes, largest_tile(code))
+    except Exception as e:  # the problem file at a size grown here: its reference says what is wrong, not this
+        log.debug("no size past the tile of %s: %s", problem.name, e)
+        wide = None
     if wide is None:
         return problem, []
     field = "sizes" if device == "cuda" else "cpu_sizes"
@@ -436,7 +440,7 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
         for item in gpu:
             attempt = results[item[0]]
             if attempt is not None and neighbours_fault(attempt):
-                log.info("evaluating candidate %d again, alone: %s", item[0], attempt.message)
+                log.info("evaluating candidate %d again, alone: %s", item[0], printable(attempt.message))
                 run_gpu(item, retry_of=attempt.duration_s)
     else:
         for item in gpu:
