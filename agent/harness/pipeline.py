@@ -33,7 +33,6 @@ from agent.harness.job import (
     plan_trials,
     prepare_job,
     read_result,
-    trial_seed,
 )
 from agent.harness.judge import judge
 from agent.harness.limit import ConfigPasses, Limit, limit_for
@@ -43,7 +42,7 @@ from agent.harness.sandbox import Deadline
 from agent.harness.settings import settings
 from agent.harness.saturation import varied_trials
 from agent.harness.shared import Shared
-from agent.harness.tiles import Widths, largest_tile
+from agent.harness.tiles import Widths, past_tile
 from agent.harness.validate import Reference
 from agent.harness.workerio import Gpu
 from agent.printable import printable
@@ -277,24 +276,6 @@ def phases(static_s: float, before_s: float, spawned: float, exited: float, mark
     return out
 
 
-def _past_tile(problem: ProblemSpec, device: Device, code: str, widths: Widths, inputs: int,
-               first: int) -> tuple[ProblemSpec, list[TrialSpec]]:
-    """`problem` with one more size and the trial at it, where the answer's widest tile (agent.harness.tiles) is not
-    exceeded by any of the device's sizes: a tile without a loop that covers every size given is wrong past them."""
-    sizes = sizes_for(problem, device)
-    try:
-        wide = widths.past(problem.path, sizes, largest_tile(code))
-    except Exception as e:  # the problem file at a size grown here: its reference says what is wrong, not this
-        log.debug("no size past the tile of %s: %s", problem.name, e)
-        wide = None
-    if wide is None:
-        return problem, []
-    field = "sizes" if device == "cuda" else "cpu_sizes"
-    trial = TrialSpec(id=first, size=len(sizes), distribution=(wide.distributions or ["randn"])[0],
-                      seed=trial_seed(inputs, len(sizes), 0), buffer="fresh", trace=True)
-    return problem.model_copy(update={field: [*sizes, wide]}), [trial]
-
-
 def shown(r: EvalResult) -> None:
     """Make `r`'s text fit to show and store: secrets scrubbed (agent.redact), control characters escaped
     (agent.printable). Every text here may quote the candidate (its exception, its output, its source line); the
@@ -379,7 +360,7 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
                 trials += varied_trials(shared.varied(req.problem, sizes, drawn), sizes, drawn, inputs, len(trials))
             plans[key] = (seed, inputs, trials, plan_timing(device, seed) if req.time_it else None)
         seed, inputs, trials, plan = plans[key]
-        problem, past = _past_tile(req.problem, device, static[0], widths, inputs, len(trials))
+        problem, past = past_tile(req.problem, device, static[0], widths, inputs, len(trials))
         runnable.append((i, _Job(req=req.model_copy(update={"problem": problem}), device=device, code=static[0],
                                  kernels=static[1], seed=seed, trials=trials + past, plan=plan, round_problem=req.problem,
                                  past=len(past), static_s=time.monotonic() - t0)))

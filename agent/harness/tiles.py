@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from agent.schema import SizeOverrides, SizeSet
+from agent.harness.job import Device, TrialSpec, trial_seed
+from agent.harness.runner import sizes_for
+from agent.schema import ProblemSpec, SizeOverrides, SizeSet
+
+log = logging.getLogger(__name__)
 
 MAX_TILE = 1 << 20  # TRITON_MAX_TENSOR_NUMEL: no tile is wider
 LABEL = "past-tile"  # the extra size's label: f"{base}-{LABEL}-{tile}" (cpu-wide-past-tile-8192)
@@ -137,3 +142,21 @@ class Widths:
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if self.widest(path, {**start, key: mid}) <= tile else (lo, mid)
         return SizeSet(label=f"{base.label}-{LABEL}-{tile}", overrides={**start, key: hi}, distributions=["randn"])
+
+
+def past_tile(problem: ProblemSpec, device: Device, code: str, widths: Widths, inputs: int,
+               first: int) -> tuple[ProblemSpec, list[TrialSpec]]:
+    """`problem` with one more size and the trial at it (id `first`, seeded from the round's `inputs` seed), where no
+    size of the device reaches past the answer's widest tile: a tile without a loop covering them all is wrong past."""
+    sizes = sizes_for(problem, device)
+    try:
+        wide = widths.past(problem.path, sizes, largest_tile(code))
+    except Exception as e:  # the problem file at a size grown here: its reference says what is wrong, not this
+        log.debug("no size past the tile of %s: %s", problem.name, e)
+        wide = None
+    if wide is None:
+        return problem, []
+    field = "sizes" if device == "cuda" else "cpu_sizes"
+    trial = TrialSpec(id=first, size=len(sizes), distribution=(wide.distributions or ["randn"])[0],
+                      seed=trial_seed(inputs, len(sizes), 0), buffer="fresh", trace=True)
+    return problem.model_copy(update={field: [*sizes, wide]}), [trial]
