@@ -64,19 +64,20 @@ def extent(shape: tuple[int, ...]) -> int:
     return shape[-1] if shape else 1
 
 
-def widest_extent(path: Path, overrides: SizeOverrides) -> int:
-    """The widest extent among the tensors the problem's Model makes at these sizes, run on the meta device
-    (shapes only: no data, no memory); 0 where it does not run there."""
+def widest_extent(path: Path, overrides: SizeOverrides, device: str = "meta") -> int:
+    """The widest extent among the tensors the problem's Model makes at these sizes, run on `device`: the meta device
+    (shapes only: no data, no memory; its first call costs seconds) or, at CPU mode's small sizes, the CPU; 0 where
+    it does not run there."""
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.overrides import TorchFunctionMode
     from torch.utils._pytree import tree_flatten
 
     from agent.problems import load_module
 
     widest = [0]
 
-    class Shapes(TorchDispatchMode):
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+    class Shapes(TorchFunctionMode):  # not a dispatch mode: its first use costs seconds
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             out = func(*args, **(kwargs or {}))
             for t in tree_flatten(out)[0]:
                 if isinstance(t, torch.Tensor):
@@ -85,7 +86,7 @@ def widest_extent(path: Path, overrides: SizeOverrides) -> int:
 
     try:
         module = load_module(path, overrides)
-        with torch.device("meta"), torch.no_grad():
+        with torch.device(device), torch.no_grad():
             model = module.Model(*module.get_init_inputs())
             inputs = module.get_inputs()
             widest[0] = max([0] + [extent(tuple(x.shape)) for x in inputs if isinstance(x, torch.Tensor)])
@@ -102,21 +103,22 @@ class Widths:
     def __init__(self) -> None:
         self._seen: dict[str, int] = {}
 
-    def widest(self, path: Path, overrides: SizeOverrides) -> int:
+    def widest(self, path: Path, overrides: SizeOverrides, device: str = "meta") -> int:
         key = json.dumps([str(path), overrides], sort_keys=True)
         if key not in self._seen:
-            self._seen[key] = widest_extent(path, overrides)
+            self._seen[key] = widest_extent(path, overrides, device)
         return self._seen[key]
 
-    def past(self, path: Path, sizes: list[SizeSet], tile: int) -> SizeSet | None:
+    def past(self, path: Path, sizes: list[SizeSet], tile: int, small: bool = False) -> SizeSet | None:
         """The smallest growth of the widest of `sizes` (one dimension global, batch at 1) whose widest extent
-        exceeds `tile`; None where the sizes already reach past it or no global grows the extent."""
+        exceeds `tile`; None where the sizes already reach past it or no global grows the extent. `small`: the
+        sizes are CPU mode's, measured on the CPU (the meta device's first call is paid only where a size grows)."""
         from agent.problems import is_batch, is_dimension, load_module
         from agent.problems.source import SizeSource
 
         if tile < 2 or not sizes:
             return None
-        base = max(sizes, key=lambda s: self.widest(path, s.overrides))
+        base = max(sizes, key=lambda s: self.widest(path, s.overrides, "cpu" if small else "meta"))
         if self.widest(path, base.overrides) > tile:
             return None
         module = load_module(path, base.overrides)
@@ -150,7 +152,7 @@ def past_tile(problem: ProblemSpec, device: Device, code: str, widths: Widths, i
     size of the device reaches past the answer's widest tile: a tile without a loop covering them all is wrong past."""
     sizes = sizes_for(problem, device)
     try:
-        wide = widths.past(problem.path, sizes, largest_tile(code))
+        wide = widths.past(problem.path, sizes, largest_tile(code), small=device == "cpu")
     except Exception as e:  # the problem file at a size grown here: its reference says what is wrong, not this
         log.debug("no size past the tile of %s: %s", problem.name, e)
         wide = None
