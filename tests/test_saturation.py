@@ -8,17 +8,21 @@ from pathlib import Path
 import torch
 
 from agent.harness.inputs import make_inputs, scale_of
-from agent.harness.saturation import FLAT, scales, spread
+from agent.harness.saturation import scales, varies
 from agent.problems import load_module, load_problem
 
 CANDIDATES = Path(__file__).parent / "candidates"
 DRAWN = ["problem", "randn", "offset"]
 
 
-def test_spread_is_the_least_relative_range_over_outputs_of_several_elements():
-    assert spread([torch.tensor([1.0, 1.0 - 1e-9])]) < FLAT
-    assert spread([torch.tensor([0.5, 1.0]), torch.tensor([2.0])]) == 0.5  # a scalar output cannot vary
-    assert spread([torch.tensor([3.0])]) is None and spread([torch.zeros(4)]) == 0.0
+def test_a_truth_varies_when_its_range_is_wide_and_its_elements_are_not_all_at_its_ends():
+    assert varies([torch.linspace(-1, 1, 64, dtype=torch.float64)])
+    assert not varies([torch.tensor([1.0, 1.0 - 1e-9])])  # one level: tanh at 1 (a range under FLAT)
+    saturated = torch.where(torch.randn(64) > 0, 1.0, -1.0).double() * (1 - 1e-12)
+    assert not varies([saturated])  # two levels: tanh at -1 and 1, a clamp at 0 and 1
+    assert varies([torch.tensor([0.5, 1.0])]) and not varies([torch.zeros(4)])  # few elements: the range alone
+    assert not varies([torch.linspace(0, 1, 64), torch.ones(16)])  # every output must vary
+    assert varies([torch.tensor([3.0])]) is None  # a scalar cannot
 
 
 def test_randn_times_s_is_the_randn_draw_scaled():

@@ -4,9 +4,9 @@ A problem that ends in tanh, sigmoid or a clamp of a sum over many rows gives th
 large enough: every element of the truth sits at the bound, and an answer that sums 32 rows of 4,096 is as right as
 one that sums them all. Such a trial tests nothing. Before the round's trials are planned, the parent runs the
 problem's Model (fp64, on its own CPU, at CPU mode's small sizes) on each size's distributions and measures how
-much the truth varies across its elements; at a size where it hardly varies on every distribution, inputs drawn
-smaller (`randn*S`, S = 0.1, 0.01, ...) keep a saturating function in its linear range: the first scale at which the
-truth varies gets one more trial at that size. A truth that varies at no scale (a softmax's sum, an output set by a
+much the truth varies across its elements (its range, and how many elements lie away from its ends); at a size
+where it hardly varies on every distribution, inputs drawn smaller (`randn*S`, S = 0.1, 0.01, ...) keep a saturating
+function in its linear range: the first scale at which the truth varies gets one more trial at that size. A truth that varies at no scale (a softmax's sum, an output set by a
 bias) gets none: a trial there could not tell answers apart either.
 
 CPU mode only: the GPU's sizes are too large to run in the parent, and the reference worker runs there.
@@ -22,19 +22,28 @@ from agent.schema import ProblemSpec, SizeSet
 
 log = logging.getLogger(__name__)
 
-FLAT = 1e-3  # a relative spread under ten times the tolerance floor: a wrong constant near the truth would pass
+FLAT = 1e-3  # a relative range under ten times the tolerance floor: a wrong constant near the truth would pass
+ENDS = 0.01  # within this share of the range of either end, an element sits at a bound
+INSIDE = 0.1  # the share of elements (of 8 or more) that must lie inside the ends
 SCALES = (1e-1, 1e-2, 1e-3, 1e-4)
 
 
-def spread(outputs: list[Any]) -> float | None:
-    """The least relative spread, (max - min) / max |t|, over the outputs of two elements or more (None: none)."""
+def varies(outputs: list[Any]) -> bool | None:
+    """Whether every output of two elements or more varies: its range at least FLAT of its largest magnitude and,
+    with 8 elements or more, a tenth of them inside its ends (a tanh at -1 and 1, a clamp at 0 and 1 does not);
+    None where no output has two elements."""
     found = []
     for t in outputs:
         if t.numel() < 2:
             continue
-        top = float(t.abs().max())
-        found.append(float(t.max() - t.min()) / top if top > 0 else 0.0)
-    return min(found) if found else None
+        top, low, high = float(t.abs().max()), float(t.min()), float(t.max())
+        if top == 0 or (high - low) / top < FLAT:
+            found.append(False)
+            continue
+        band = ENDS * (high - low)
+        inside = ((t > low + band) & (t < high - band)).double().mean()
+        found.append(t.numel() < 8 or float(inside) >= INSIDE)
+    return all(found) if found else None
 
 
 def _truth(model: Any, module: Any, distribution: str) -> list[Any]:
@@ -57,12 +66,11 @@ def scales(problem: ProblemSpec, sizes: list[SizeSet], distributions: list[str])
         try:
             module = load_module(problem.path, size.overrides)
             model = build(module, module.Model, 0, "cpu").double()
-            drawn = [spread(_truth(model, module, d)) for d in size.distributions or distributions]
-            if any(s is None for s in drawn) or max(s for s in drawn if s is not None) >= FLAT:
+            drawn = [varies(_truth(model, module, d)) for d in size.distributions or distributions]
+            if any(v is not False for v in drawn):  # varies on one draw at least, or cannot (a scalar)
                 continue
             for scale in SCALES:
-                varied = spread(_truth(model, module, f"randn*{scale:g}"))
-                if varied is not None and varied >= FLAT:
+                if varies(_truth(model, module, f"randn*{scale:g}")):
                     out.append((i, f"randn*{scale:g}"))
                     break
         except Exception as e:  # the reference worker says what is wrong with a Model that fails here
