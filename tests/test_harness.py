@@ -33,7 +33,7 @@ def request(source: str, problem: str = "gap44", stage: str = "memory-fusion", *
     """`problem`: a name, or a problem file's path under tests/candidates (a manifest's own problems)."""
     kw.setdefault("time_it", False)
     where = str(CANDIDATES / problem) if problem.endswith(".py") else problem
-    return EvalRequest(source=source, problem=load_problem(where, "cpu"), stage=get_stage(stage), device="cpu", **kw)
+    return EvalRequest(source=source, problem=load_problem(where), stage=get_stage(stage), device="cpu", **kw)
 
 
 def answer(case: dict) -> str:
