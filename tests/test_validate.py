@@ -65,9 +65,10 @@ def _one_trial(model_kind: str, answer_kind: str, n: int) -> tuple[bool, str]:
 
 
 def test_the_returned_structure_is_compared_before_the_values():
-    """A 1-tuple holding the right tensor is not a tensor (`model(x) * 2` fails on it); a list unpacks as a tuple does."""
-    passed, message = _one_trial("tensor", "tuple[1]", 1)
-    assert not passed and "forward returned a tuple of 1 tensor, the Model returns a tensor" in message  # before: correct
+    """A 1-tuple holding the right tensor is not a tensor (`model(x) * 2` fails on it); a list unpacks as a tuple
+    does."""
+    passed, message = _one_trial("tensor", "tuple[1]", 1)  # before: correct
+    assert not passed and "forward returned a tuple of 1 tensor, the Model returns a tensor" in message
     passed, message = _one_trial("tuple[1]", "tensor", 1)
     assert not passed and "forward returned a tensor, the Model returns a tuple of 1 tensor" in message
     assert not _one_trial("tensor", "list[1]", 1)[0]

@@ -362,8 +362,8 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
         seed, inputs, trials, plan = plans[key]
         problem, past = past_tile(req.problem, device, static[0], widths, inputs, len(trials))
         runnable.append((i, _Job(req=req.model_copy(update={"problem": problem}), device=device, code=static[0],
-                                 kernels=static[1], seed=seed, trials=trials + past, plan=plan, round_problem=req.problem,
-                                 past=len(past), static_s=time.monotonic() - t0)))
+                                 kernels=static[1], seed=seed, trials=trials + past, plan=plan,
+                                 round_problem=req.problem, past=len(past), static_s=time.monotonic() - t0)))
 
     def truth(job: _Job) -> Truth:
         r, ours, problem = job.req, len(job.trials) - job.past, job.round_problem or job.req.problem

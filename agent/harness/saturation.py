@@ -6,8 +6,9 @@ one that sums them all. Such a trial tests nothing. Before the round's trials ar
 problem's Model (fp64, on its own CPU, at CPU mode's small sizes) on each size's distributions and measures how
 much the truth varies across its elements (its range, and how many elements lie away from its ends); at a size
 where it hardly varies on every distribution, inputs drawn smaller (`randn*S`, S = 0.1, 0.01, ...) keep a saturating
-function in its linear range: the first scale at which the truth varies gets one more trial at that size. A truth that varies at no scale (a softmax's sum, an output set by a
-bias) gets none: a trial there could not tell answers apart either.
+function in its linear range: the first scale at which the truth varies gets one more trial at that size. A truth
+that varies at no scale (a softmax's sum, an output set by a bias) gets none: a trial there could not tell answers
+apart either.
 
 CPU mode only: the GPU's sizes are too large to run in the parent, and the reference worker runs there.
 """

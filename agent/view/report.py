@@ -93,7 +93,7 @@ def render_report(data: ReportInput, now: datetime | None = None) -> str:
             for k, f in figures.items()}
 
     # every text the page shows may be candidate text (code, messages, ideas): escaped as a terminal view is
-    # (agent.printable), so the page is safe to `cat`; markup the report built itself (charts, the code diff) is not text
+    # (agent.printable), so the page is safe to `cat`; markup the report built itself (charts, code diff) is not text
     env = Environment(loader=FileSystemLoader(str(data_file("report"))), autoescape=select_autoescape(["j2"]),
                       trim_blocks=True, lstrip_blocks=True,
                       finalize=lambda v: printable(v) if type(v) is str else v)
@@ -205,8 +205,8 @@ def _best_section(chain: list[Candidate], i: int) -> dict[str, Any]:
                           for d in moved]
     if prev is not None and prev.code is not None and cur.code is not None:
         table = difflib.HtmlDiff(wrapcolumn=72).make_table(
-            printable(prev.code).splitlines(), printable(cur.code).splitlines(), short_candidate_id(prev.id, prev.run_id),
-            short_candidate_id(cur.id, cur.run_id), context=True, numlines=3)
+            printable(prev.code).splitlines(), printable(cur.code).splitlines(),
+            short_candidate_id(prev.id, prev.run_id), short_candidate_id(cur.id, cur.run_id), context=True, numlines=3)
         out["code_diff"] = table
     out["code"] = cur.code or ""
     return out

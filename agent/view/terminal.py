@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-
 from collections.abc import Iterable
 
 from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RichCast
