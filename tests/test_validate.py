@@ -105,3 +105,29 @@ def test_an_infinity_in_the_truth_no_longer_scales_every_other_error_to_zero():
     truth = torch.tensor([float("inf"), 1.0], dtype=torch.float64)
     assert rel_error(torch.tensor([float("inf"), 5.0]), truth) == 4.0
     assert rel_error(torch.tensor([float("inf"), 1.0]), truth) == 0.0
+
+
+def _one_trial(model_kind: str, answer_kind: str, n: int) -> tuple[bool, str]:
+    """compare() on one trial whose values are exact: only the returned structure can fail it."""
+    from agent.harness.job import TrialRecord
+    from agent.harness.validate import Reference, compare
+
+    truth = [torch.arange(4.0, dtype=torch.float64) + k for k in range(n)]
+    record = {"id": 0, "size": "cpu", "distribution": "randn", "buffer": "fresh", "input_shapes": [[4]],
+              "input_digests": ["d"], "output_shapes": [[4]] * n, "output_dtypes": ["float32"] * n}
+    ref = Reference(trials=[TrialRecord(**record, output_kind=model_kind, eager_errors=[1e-7] * n)], truths=[truth])
+    mine = TrialRecord(**record, output_kind=answer_kind)
+    c = compare(ref, [mine], [[t.float() for t in truth]], [])
+    return c.passed, c.message
+
+
+def test_the_returned_structure_is_compared_before_the_values():
+    """A 1-tuple holding the right tensor is not a tensor (`model(x) * 2` fails on it); a list unpacks as a tuple
+    does."""
+    passed, message = _one_trial("tensor", "tuple[1]", 1)  # before: correct
+    assert not passed and "forward returned a tuple of 1 tensor, the Model returns a tensor" in message
+    passed, message = _one_trial("tuple[1]", "tensor", 1)
+    assert not passed and "forward returned a tensor, the Model returns a tuple of 1 tensor" in message
+    assert not _one_trial("tensor", "list[1]", 1)[0]
+    assert _one_trial("tuple[2]", "tuple[2]", 2)[0] and _one_trial("tuple[2]", "list[2]", 2)[0]
+    assert _one_trial("tensor", "tensor", 1)[0]

@@ -147,8 +147,8 @@ def show(args: argparse.Namespace) -> int:
     _require_store(store, args.candidate)
     with store:
         c = store.get_candidate(args.candidate)
-    if args.json:
-        print(c.model_dump_json(indent=2))
+    if args.json:  # ASCII: an answer's C1 controls and bidi overrides are \u escapes, as its ESC is
+        print(json.dumps(c.model_dump(mode="json"), indent=2))
         return 0
     if args.sass:
         return _show_sass(store, c)
@@ -170,7 +170,11 @@ def export(args: argparse.Namespace) -> int:
     if not c.code:
         raise UserError(f"candidate {c.id} has no code to export (verdict: {c.result.verdict})")
     if args.output is None:
-        sys.stdout.write(c.code if c.code.endswith("\n") else c.code + "\n")
+        from agent.printable import printable
+
+        code = c.code if c.code.endswith("\n") else c.code + "\n"
+        # to a file or a pipe the code as it was judged; to a terminal, never an answer's control sequence
+        sys.stdout.write(printable(code) if sys.stdout.isatty() else code)
         return 0
     try:
         args.output.parent.mkdir(parents=True, exist_ok=True)

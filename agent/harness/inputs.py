@@ -10,18 +10,23 @@ from typing import Any
 
 
 def make_inputs(module: ModuleType, distribution: str, seed: int, device: str) -> list[Any]:
-    """The problem's get_inputs() (seeded), with floating tensors redrawn for the other distributions."""
+    """The problem's get_inputs() (seeded), with floating tensors redrawn for the other distributions: "randn" N(0, 1),
+    "offset" 5 + 2 N(0, 1), "randn*S" S N(0, 1) (a small S keeps a saturating problem in its linear range:
+    agent.harness.saturation)."""
     import torch
 
     torch.manual_seed(seed)
     base = list(module.get_inputs())
     if distribution != "problem":
         gen = torch.Generator().manual_seed(seed + 1)
+        scale = scale_of(distribution)
         for i, t in enumerate(base):
             if isinstance(t, torch.Tensor) and t.is_floating_point():
                 r = torch.randn(t.shape, generator=gen, dtype=t.dtype)
                 if distribution == "offset":
                     r = r * 2.0 + 5.0
+                elif scale is not None:
+                    r = r * scale
                 elif distribution != "randn":
                     raise ValueError(f"unknown input distribution {distribution!r}")
                 base[i] = r
@@ -31,6 +36,17 @@ def make_inputs(module: ModuleType, distribution: str, seed: int, device: str) -
     # this is unrelated to the inputs.
     torch.manual_seed(secrets.randbits(62))
     return [t.to(device) if isinstance(t, torch.Tensor) else t for t in base]
+
+
+def scale_of(distribution: str) -> float | None:
+    """S of a "randn*S" distribution, else None."""
+    head, _, tail = distribution.partition("*")
+    if head != "randn" or not tail:
+        return None
+    try:
+        return float(tail)
+    except ValueError:
+        return None
 
 
 def refill(buffers: list[Any], seed: int, device: str, normal_: Any, generator: Any) -> None:

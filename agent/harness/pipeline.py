@@ -40,9 +40,12 @@ from agent.harness.prewarm import Prewarm
 from agent.harness.runner import load_tensors, run_worker, sizes_for
 from agent.harness.sandbox import Deadline
 from agent.harness.settings import settings
+from agent.harness.saturation import varied_trials
 from agent.harness.shared import Shared
+from agent.harness.tiles import Widths, past_tile
 from agent.harness.validate import Reference
 from agent.harness.workerio import Gpu
+from agent.printable import printable
 from agent.redact import scrub
 from agent.schema import EvalResult, Objective, OnResult, Precision, ProblemSpec, Stage, Verdict
 
@@ -157,9 +160,13 @@ class _Job(BaseModel):
     code: str
     kernels: list[str]
     seed: int = Field(description="the request's seed, salted (agent.harness.cache.salted)")
-    trials: list[TrialSpec]
+    trials: list[TrialSpec] = Field(description="the round's trials, then this answer's own (`past`)")
     plan: TimingPlan | None
     static_s: float = 0.0
+    round_problem: ProblemSpec | None = Field(default=None, description="the problem at the round's sizes, where "
+                                              "req.problem holds `past`'s too (None: req.problem)")
+    past: int = Field(default=0, description="trials of this answer's own at the end of `trials`: a size past its "
+                                             "widest tile (agent.harness.tiles)")
 
     def hide(self) -> list[Path]:
         """What the candidate must not see: the request's directories and the cache of truths."""
@@ -269,6 +276,19 @@ def phases(static_s: float, before_s: float, spawned: float, exited: float, mark
     return out
 
 
+def shown(r: EvalResult) -> None:
+    """Make `r`'s text fit to show and store: secrets scrubbed (agent.redact), control characters escaped
+    (agent.printable). Every text here may quote the candidate (its exception, its output, its source line); the
+    code itself is kept as it was evaluated, and escaped where it is drawn."""
+    r.message = printable(scrub(r.message))
+    for c in r.checks:
+        c.note = printable(scrub(c.note))
+    if r.timing is not None:
+        r.timing.note = printable(scrub(r.timing.note))
+        r.timing.energy_note = printable(scrub(r.timing.energy_note))
+    r.phases = {printable(k): v for k, v in r.phases.items()}
+
+
 # ---------------------------------------------------------------- public entry points
 
 
@@ -312,12 +332,11 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
     def final(i: int) -> None:
         r = results[i]
         if r is not None:
-            r.message = scrub(r.message)
-            for c in r.checks:
-                c.note = scrub(c.note)
+            shown(r)
             on_result(i, r)
     runnable: list[tuple[int, _Job]] = []
-    plans: dict[tuple, tuple[int, list[TrialSpec], TimingPlan | None]] = {}
+    plans: dict[tuple, tuple[int, int, list[TrialSpec], TimingPlan | None]] = {}
+    widths = Widths()
     for i, req in enumerate(reqs):
         device = req.device or default_device()
         if device == "cuda" and req.gpu_lock is None:  # every evaluation on a GPU takes that GPU's host-wide lock
@@ -335,19 +354,33 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             # the inputs' seeds are not the weights': ModelNew's __init__ runs under the weights' seed and could
             # otherwise draw every trial's inputs itself (torch.initial_seed()), a copy no operator derived from them
             inputs = salted(req.seed, req.cache_dir, "inputs")
-            trials = kernelbench.trials(sizes_for(req.problem, device), inputs) if req.precision == "kernelbench" \
-                else plan_trials(sizes_for(req.problem, device), inputs, settings().validation.distributions)
-            plans[key] = (seed, trials, plan_timing(device, seed) if req.time_it else None)
-        seed, trials, plan = plans[key]
-        runnable.append((i, _Job(req=req, device=device, code=static[0], kernels=static[1], seed=seed, trials=trials,
-                                 plan=plan, static_s=time.monotonic() - t0)))
+            sizes, drawn = sizes_for(req.problem, device), settings().validation.distributions
+            if req.precision == "kernelbench":  # its own draws, nothing added: comparable with published results
+                trials = kernelbench.trials(sizes, inputs)
+            else:
+                trials = plan_trials(sizes, inputs, drawn)
+                if device == "cpu":  # where the truth saturates on every draw: inputs that keep it in range
+                    trials += varied_trials(shared.varied(req.problem, sizes, drawn), sizes, drawn, inputs, len(trials))
+            plans[key] = (seed, inputs, trials, plan_timing(device, seed) if req.time_it else None)
+        seed, inputs, trials, plan = plans[key]
+        problem, past = (req.problem, []) if req.precision == "kernelbench" else \
+            past_tile(req.problem, device, static[0], widths, inputs, len(trials))
+        runnable.append((i, _Job(req=req.model_copy(update={"problem": problem}), device=device, code=static[0],
+                                 kernels=static[1], seed=seed, trials=trials + past, plan=plan,
+                                 round_problem=req.problem, past=len(past), static_s=time.monotonic() - t0)))
 
     def truth(job: _Job) -> Truth:
-        r = job.req
-        ref = shared.reference(r.problem, job.device, job.seed, job.trials, job.plan, job.hide(), r.gpu_lock,
-                               time_eager=job.device == "cpu", cache_dir=r.cache_dir)
+        r, ours, problem = job.req, len(job.trials) - job.past, job.round_problem or job.req.problem
+        ref = shared.reference(problem, job.device, job.seed, job.trials[:ours], job.plan, job.hide(),
+                               r.gpu_lock, time_eager=job.device == "cpu", cache_dir=r.cache_dir)
+        if job.past:  # the answer's own trials: their truths apart, at the sizes that hold them
+            more = shared.reference(r.problem, job.device, job.seed, job.trials[ours:], None, job.hide(), r.gpu_lock,
+                                    cache_dir=r.cache_dir)
+            ref = Reference(trials=ref.trials + more.trials, truths=ref.truths + more.truths, pool=ref.pool,
+                            eager_ms=ref.eager_ms)
         # Baselines are timed once per problem/size/GPU, not per round: their speed does not depend on the seed.
-        return ref, (shared.baseline(r.problem, job.device, r.cache_dir, job.hide(), r.gpu_lock) if r.time_it else None)
+        return ref, (shared.baseline(problem, job.device, r.cache_dir, job.hide(), r.gpu_lock)
+                     if r.time_it else None)
 
     def limit(job: _Job, base: WorkerResult | None) -> Limit:
         return limit_for(job.req.problem.name, job.device, len(job.trials), job.plan is not None, base,
@@ -392,7 +425,7 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
         for item in gpu:
             attempt = results[item[0]]
             if attempt is not None and neighbours_fault(attempt):
-                log.info("evaluating candidate %d again, alone: %s", item[0], attempt.message)
+                log.info("evaluating candidate %d again, alone: %s", item[0], printable(attempt.message))
                 run_gpu(item, retry_of=attempt.duration_s)
     else:
         for item in gpu:

@@ -28,9 +28,10 @@ from agent.harness.job import (
 )
 from agent.harness.judge import sandbox_failure
 from agent.harness.runner import gpu_name, load_tensors, run_worker, sizes_for
+from agent.harness.saturation import scales
 from agent.harness.settings import settings
 from agent.harness.validate import Reference
-from agent.schema import ProblemSpec
+from agent.schema import ProblemSpec, SizeSet
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class Shared:
         self.max_entries = max_entries
         self.hits = {"reference": 0, "baseline": 0}  # disk hits, for BENCHMARKS and tests
         self._fingerprints: dict[str, str] = {}
+        self._varied: dict[str, list[tuple[int, str]]] = {}
 
     def _fingerprint(self, device: Device) -> str:
         if device not in self._fingerprints:  # nvidia-smi and the code hash: once per evaluator, not per round
@@ -56,7 +58,9 @@ class Shared:
                   cache_dir: Path | None = None) -> Reference:
         """The fp64 truths of `trials` and of the plan's timing pool (its secret positions do not change them)."""
         with self._lock:
+            # the sizes too: a trial names its size by index (an answer's own size past its tile is one more)
             name = entry_name(f"{problem.name}-ref", problem.path.read_bytes(), device, seed, time_eager,
+                              json.dumps([s.model_dump() for s in sizes_for(problem, device)], sort_keys=True),
                               json.dumps([t.model_dump() for t in trials], sort_keys=True),
                               plan.pool_seeds if plan else [], self._fingerprint(device))
             if name in self._refs:
@@ -73,6 +77,16 @@ class Shared:
                 self._refs.pop(next(iter(self._refs)))
             self._refs[name] = ref
             return ref
+
+    def varied(self, problem: ProblemSpec, sizes: list[SizeSet], distributions: list[str]) -> list[tuple[int, str]]:
+        """The sizes at which the truth saturates on every draw and the inputs that keep it in range
+        (agent.harness.saturation.scales), measured once per problem and sizes."""
+        name = entry_name(f"{problem.name}-varied", problem.path.read_bytes(),
+                          json.dumps([s.model_dump() for s in sizes], sort_keys=True), json.dumps(distributions))
+        with self._lock:
+            if name not in self._varied:
+                self._varied[name] = scales(problem, sizes, distributions)
+            return self._varied[name]
 
     def baseline(self, problem: ProblemSpec, device: Device, cache_dir: Path | None, hide: list[Path],
                  gpu_lock: Path | None = None) -> WorkerResult | None:

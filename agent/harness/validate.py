@@ -192,6 +192,23 @@ def _eager_for(eager_at: dict[str, list[float]], size: str, k: int) -> float:
     return errors[k] if k < len(errors) else max(errors, default=0.0)
 
 
+def structure(kind: str) -> str:
+    """What a caller of forward can rely on, from inputs.flatten's kind: a tensor, or a sequence of n tensors (a tuple
+    and a list unpack and index alike: `a, b = model(x)`). A 1-tuple is not a tensor: `model(x) * 2` fails on it."""
+    if kind.startswith(("tuple[", "list[")):
+        return "sequence" + kind[kind.index("["):]
+    return kind
+
+
+def _kind_words(kind: str) -> str:
+    if kind == "tensor":
+        return "a tensor"
+    if kind.startswith(("tuple[", "list[")):
+        n = kind[kind.index("[") + 1:-1]
+        return f"a {kind[:kind.index('[')]} of {n} tensor{'' if n == '1' else 's'}"
+    return kind
+
+
 def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]], config_labels: list[str],
             precision: str = "fp32") -> Comparison:
     """One Check per candidate trial; the verdict fails on the first class of problem, with the worst case described."""
@@ -215,6 +232,8 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
         note, error = "", None
         if not outs:
             note = f"forward returned {trial.output_kind}"
+        elif structure(trial.output_kind) != structure(rt.output_kind):
+            note = f"forward returned {_kind_words(trial.output_kind)}, the Model returns {_kind_words(rt.output_kind)}"
         elif len(outs) != len(truth):
             note = f"forward returned {len(outs)} tensors, expected {len(truth)}"
         else:

@@ -124,12 +124,22 @@ def _odd(v: int) -> int:
     return v - 1 if v > 2 and v % 2 == 0 else v
 
 
+def is_dimension(name: str, value: int) -> bool:
+    """Whether a problem's integer size global is a tensor dimension (resized), not a layer's hyper-parameter or an
+    axis (kept): by its name, as the module doc says."""
+    return (not name.startswith("_") and bool(_DIM.search(name)) and not _KEEP.search(name) and value > 0
+            and not (_AXIS.search(name) and value < 8))
+
+
+def is_batch(name: str) -> bool:
+    return bool(_BATCH.search(name))
+
+
 def derive_sizes(module: ModuleType) -> dict[str, list[SizeSet]]:
     """GPU and CPU size sets for a foreign problem module, from its integer size globals (see the module doc)."""
     source = SizeSource(Path(module.__file__ or ""))
     own = {k: v for k, v in vars(module).items() if k in source.sizes and type(v) is int}
-    dims = {k: v for k, v in own.items() if not k.startswith("_") and _DIM.search(k) and not _KEEP.search(k) and v > 0
-            and not (_AXIS.search(k) and v < 8)}
+    dims = {k: v for k, v in own.items() if is_dimension(k, v)}
     if not dims:
         log.warning("%s has no size globals to resize: it is validated at its own sizes only", module.__name__)
         return {"sizes": [SizeSet(label="full")], "cpu_sizes": [SizeSet(label="cpu")]}

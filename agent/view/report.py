@@ -23,6 +23,7 @@ from typing import Any
 from agent.catalog import find_gpu
 from agent.harness.settings import settings
 from agent.ncu import diff as metrics_diff
+from agent.printable import printable
 from agent.schema import Candidate, GPUSpec, Timing, Verdict
 from agent.store import IterationRecord, RunRecord
 from agent.view.fmt import energy_text, fmt_cost, fmt_mj, fmt_ms, fmt_tokens, fmt_x
@@ -98,8 +99,11 @@ def render_report(data: ReportInput, now: datetime | None = None) -> str:
     html = {k: Markup(f.to_html(full_html=False, include_plotlyjs=False, div_id=k, config=config))
             for k, f in figures.items()}
 
+    # every text the page shows may be candidate text (code, messages, ideas): escaped as a terminal view is
+    # (agent.printable), so the page is safe to `cat`; markup the report built itself (charts, code diff) is not text
     env = Environment(loader=FileSystemLoader(str(data_file("report"))), autoescape=select_autoescape(["j2"]),
-                      trim_blocks=True, lstrip_blocks=True)
+                      trim_blocks=True, lstrip_blocks=True,
+                      finalize=lambda v: printable(v) if type(v) is str else v)
     return env.get_template("run.html.j2").render(
         run=run, plotly_js=Markup(plotly.offline.get_plotlyjs()), charts=html,
         energy_note=None if measured else _energy_notes(timed),
@@ -204,7 +208,7 @@ def _best_section(chain: list[Candidate], i: int) -> dict[str, Any]:
     else:
         out["metrics"], out["metrics_rest"], out["metrics_note"] = metric_rows(metrics_diff(prev.profile, cur.profile))
     if prev is not None and prev.code is not None and cur.code is not None:
-        a, b = prev.code.splitlines(), cur.code.splitlines()
+        a, b = printable(prev.code).splitlines(), printable(cur.code).splitlines()
         out["code_diff"] = difflib.HtmlDiff(wrapcolumn=72).make_table(
             a, b, short_candidate_id(prev.id, prev.run_id), short_candidate_id(cur.id, cur.run_id), context=True,
             numlines=3)

@@ -12,6 +12,7 @@ from datetime import datetime
 import plotly.graph_objects as go
 
 from agent.diagnosis.roofline import measure
+from agent.printable import printable
 from agent.schema import Candidate, GPUSpec, Timing, Verdict
 from agent.view.runs import short_candidate_id
 
@@ -339,5 +340,6 @@ def verdicts(cands: list[Candidate], cut: int | None = None) -> go.Figure:
 
 
 def first_line(message: str) -> str:
+    """The message's first line, control characters escaped (a stored message may predate agent.printable)."""
     lines = (message or "").strip().splitlines()
-    return lines[0] if lines else ""
+    return printable(lines[0]) if lines else ""

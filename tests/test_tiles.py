@@ -1,0 +1,42 @@
+"""agent.harness.tiles: the widest tile an answer's code allows, and the one size that reaches just past it."""
+
+from __future__ import annotations
+
+from agent.harness.tiles import MAX_TILE, Widths, extent, largest_tile
+from agent.problems import load_problem
+
+
+def test_the_largest_constant_a_tile_could_be_is_read_wherever_it_is_written():
+    assert largest_tile("BLOCK = min(triton.next_power_of_2(n), 8192)") == 8192
+    assert largest_tile("def k(x, BLOCK: tl.constexpr = 4096):\n    o = tl.arange(0, 2048)") == 4096
+    assert largest_tile("configs = [triton.Config({'BLOCK': 16384}, num_warps=8)]") == 16384
+    assert largest_tile("B = 2 ** 13\nC = 1 << 12") == 8192  # constant expressions are folded
+    assert largest_tile("cap = 5000") == 8192  # a tile is a power of two: the one a cap of 5000 rounds up to
+    assert largest_tile("seed = 2 ** 31\nBLOCK = 256") == 256  # wider than any Triton tensor: not a tile
+    assert largest_tile("x = 1") == 0 and largest_tile("def (") == 0
+    assert largest_tile(f"B = {MAX_TILE}") == MAX_TILE
+
+
+def test_extent_is_what_a_kernel_reduces_one_row_or_plane_of():
+    assert extent((2, 65, 66, 64)) == 4224 and extent((1, 3, 5, 6, 7)) == 210
+    assert extent((8, 8192)) == 8192 and extent((7,)) == 7 and extent(()) == 1
+
+
+def test_a_tile_no_size_reaches_gets_the_smallest_size_past_it():
+    problem = load_problem("gap44", "cpu")
+    widths = Widths()
+    assert max(widths.widest(problem.path, s.overrides) for s in problem.cpu_sizes) == 4224  # cpu-wide's plane
+    assert widths.past(problem.path, problem.cpu_sizes, 4096) is None  # cpu-wide already reaches past 4096
+    wide = widths.past(problem.path, problem.cpu_sizes, 8192)
+    assert wide is not None and wide.label == "cpu-wide-past-tile-8192" and wide.distributions == ["randn"]
+    assert wide.overrides["batch_size"] == 1 and wide.overrides["out_channels"] == 65  # cpu-wide, one image
+    assert widths.widest(problem.path, wide.overrides) > 8192
+    grown = next(k for k, v in wide.overrides.items() if v != problem.cpu_sizes[1].overrides[k] and k != "batch_size")
+    smaller = {**wide.overrides, grown: wide.overrides[grown] - 1}
+    assert widths.widest(problem.path, smaller) <= 8192  # the smallest growth past the tile: the CPU cost stays bounded
+
+
+def test_a_linear_problems_reduced_features_grow_past_the_tile():
+    problem = load_problem("kb_51_gemm_sub_gap_lse_gelu_residual", "cpu")
+    wide = Widths().past(problem.path, problem.cpu_sizes, 2048)
+    assert wide is not None and wide.overrides["in_features"] == 2049  # the GEMM's reduction: K
