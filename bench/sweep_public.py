@@ -1,0 +1,229 @@
+"""Real code as a yardstick: judge folders of public KernelBench answers (bench/sweep_collect.py builds them) with
+the real CLI, and report per source the static refusals by rule and the verdicts.
+
+    python bench/sweep_public.py .sweep --jobs 12 --device cpu          # every answer, through `agent eval`
+    python bench/sweep_public.py .sweep --sample 20 --jobs 1            # 20 answers spread over the sources
+    python bench/sweep_public.py .sweep --static-only                    # extraction + static policy only, in-process
+    python bench/sweep_public.py .sweep --review                         # every static refusal, with its answer
+
+Each answer is one `python -m agent eval ANSWER --problem PROBLEM --stage S --device D --no-timing --json` in its own
+process group, killed past --timeout (verdict `sweep-timeout`). An answer the CLI cannot judge (a problem that
+cannot be reduced for CPU mode, a harness error) is `cli-error` with the CLI's last line. Results are written after
+every answer to --out (default SWEEP/results-DEVICE.json, SWEEP/results-static.json for --static-only); --resume
+keeps what a killed run finished. The folders hold other people's code: they stay git-ignored, never committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+from sweep_tables import render, review  # noqa: E402
+
+# the tag that ends each static violation ("line 3: ... [escape]"), before "; ", " (+N more)" or the end
+_TAG = re.compile(r"\[([a-z][a-z0-9 _-]*)\](?=;\s|\s\(\+\d+ more\)|\s*$)")
+
+
+def load_answers(sweep: Path, sources: list[str] | None, levels: list[str] | None) -> list[dict]:
+    """Every answer of the sweep folder: source, answer and problem paths (absolute), model, origin."""
+    out = []
+    for manifest in sorted(sweep.glob("*/answers.json")):
+        doc = json.loads(manifest.read_text())
+        source = doc.get("source", manifest.parent.name)
+        if sources and source not in sources:
+            continue
+        for answer, meta in doc["answers"].items():
+            level = re.match(r"answers/level(\d)", answer)
+            if levels and (not level or level.group(1) not in levels):
+                continue
+            out.append({"source": source, "answer": str(manifest.parent / answer),
+                        "problem": str(manifest.parent / meta["problem"]), "model": meta.get("model"),
+                        "origin": meta.get("origin")})
+    return out
+
+
+def sample(answers: list[dict], n: int, seed: int) -> list[dict]:
+    """n answers, as evenly over the sources as they allow (seeded: the same n gives the same answers)."""
+    rng = random.Random(seed)
+    by_source: dict[str, list[dict]] = {}
+    for a in answers:
+        by_source.setdefault(a["source"], []).append(a)
+    for pool in by_source.values():
+        rng.shuffle(pool)
+    picked: list[dict] = []
+    while len(picked) < n and any(by_source.values()):
+        for pool in by_source.values():
+            if pool and len(picked) < n:
+                picked.append(pool.pop())
+    return picked
+
+
+def violations_of(message: str) -> list[dict]:
+    """The rule tags of a rule_violation message: static ones are "line N: ... [rule]"; run-time ones [run-time]."""
+    parts = re.split(r";\s(?=line \d+:)", message)
+    out = []
+    for part in parts:
+        tag = _TAG.search(part)
+        static = re.match(r"line \d+:", part) is not None
+        out.append({"rule": tag.group(1) if tag else "?", "kind": "static" if static else "run-time",
+                    "message": part.strip()})
+    return out
+
+
+def _cli(a: dict, args: argparse.Namespace) -> dict:
+    cmd = [sys.executable, "-m", "agent", "eval", a["answer"], "--problem", a["problem"], "--stage", args.stage,
+           "--device", args.device, "--no-timing", "--json"]
+    if args.cache_dir:
+        cmd += ["--cache-dir", str(args.cache_dir)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # its own group: the eval and the workers it started
+        proc.communicate()
+        return {"verdict": "sweep-timeout", "message": f"no verdict within {args.timeout:g} s",
+                "seconds": round(time.monotonic() - start, 1)}
+    seconds = round(time.monotonic() - start, 1)
+    try:
+        res = json.loads(out.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        last = [line for line in err.strip().splitlines() if line.strip()]
+        return {"verdict": "cli-error", "message": (last[-1] if last else f"exit {proc.returncode}, no output")[:400],
+                "exit": proc.returncode, "seconds": seconds}
+    notices = [line for line in err.splitlines() if "skipped" in line]  # size sets the problem could not run at
+    r = {"verdict": res["verdict"], "message": res.get("message", "")[:2000], "seconds": seconds}
+    if notices:
+        r["notices"] = notices[:6]
+    if res.get("checks"):
+        r["sizes"] = sorted({c["size"] for c in res["checks"]})
+    if res["verdict"] == "rule_violation":
+        r["violations"] = violations_of(res.get("message", ""))
+    return r
+
+
+def _static(a: dict, stage: str) -> dict:
+    """Extraction and the static policy only, in this process, exactly as the CLI's first step (pipeline._static)."""
+    from agent.harness import policy
+    from agent.harness.pipeline import EvalRequest, _absent, _static
+    from agent.problems import load_problem
+    from agent.stages import get_stage
+
+    req = EvalRequest(source=Path(a["answer"]).read_text(), problem=load_problem("gap44"), stage=get_stage(stage))
+    res = _static(req, "cpu")
+    if not hasattr(res, "verdict"):
+        return {"verdict": "passes-static"}
+    r = {"verdict": res.verdict.value, "message": res.message[:2000]}
+    if res.verdict.value == "rule_violation" and res.code:
+        vs = policy.check(res.code, req.stage.rules, _absent(req))
+        lines = res.code.splitlines()
+        r["violations"] = [{"rule": v.rule, "kind": "static", "message": str(v),
+                            "line": lines[v.line - 1].strip()[:200] if 0 < v.line <= len(lines) else ""} for v in vs]
+        if not vs:  # the encoding declaration: refused before the policy
+            r["violations"] = violations_of(res.message)
+    return r
+
+
+def _save(path: Path, meta: dict, results: dict[str, dict]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"meta": meta, "results": list(results.values())}, indent=1) + "\n")
+    tmp.replace(path)
+
+
+def _meta(args: argparse.Namespace, sweep: Path) -> dict:
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    sources = {}
+    for m in sorted(sweep.glob("*/answers.json")):
+        doc = json.loads(m.read_text())
+        sources[doc.get("source", m.parent.name)] = {k: doc.get(k) for k in ("repo", "commit", "problems")}
+    return {"agent_commit": head.stdout.strip(), "stage": args.stage, "device": "static" if args.static_only
+            else args.device, "timeout_s": args.timeout, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "sources": sources}
+
+
+def run(args: argparse.Namespace) -> int:
+    sweep = args.sweep.resolve()
+    answers = load_answers(sweep, args.sources, args.levels)
+    if not answers:
+        print(f"error: no answers under {sweep} (build it with bench/sweep_collect.py)", file=sys.stderr)
+        return 2
+    if args.sample:
+        answers = sample(answers, args.sample, args.seed)
+    out = args.out or sweep / f"results-{'static' if args.static_only else args.device}.json"
+    meta = _meta(args, sweep)
+    done: dict[str, dict] = {}
+    if args.resume and out.exists():
+        done = {r["answer"]: r for r in json.loads(out.read_text())["results"]}
+    todo = [a for a in answers if a["answer"] not in done]
+    print(f"{len(answers)} answers, {len(answers) - len(todo)} already judged; results -> {out}", file=sys.stderr)
+    if args.static_only:
+        for a in todo:
+            done[a["answer"]] = {**a, **_static(a, args.stage)}
+        _save(out, meta, done)
+    else:
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # each thread waits on one `agent eval` process
+            futures = {pool.submit(_cli, a, args): a for a in todo}
+            for i, f in enumerate(as_completed(futures), 1):
+                a = futures[f]
+                done[a["answer"]] = {**a, **f.result()}
+                r = done[a["answer"]]
+                print(f"[{i}/{len(todo)}] {r['verdict']:<15} {r.get('seconds', 0):6.1f}s  {a['source']}: "
+                      f"{Path(a['answer']).name}", file=sys.stderr)
+                _save(out, meta, done)
+    wanted = {a["answer"] for a in answers}
+    results = [r for r in done.values() if r["answer"] in wanted]
+    print(render(results, meta, sweep))
+    if args.review:
+        print(review(results, sweep))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("sweep", type=Path, help="the folder bench/sweep_collect.py built (one subfolder per source)")
+    ap.add_argument("--jobs", type=int, default=1, help="answers judged at once (one `agent eval` process each)")
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--stage", default="correctness")
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per answer before its process is killed")
+    ap.add_argument("--sample", type=int, default=0, help="judge only N answers, spread over the sources")
+    ap.add_argument("--seed", type=int, default=0, help="which sample")
+    ap.add_argument("--sources", type=lambda s: s.split(","), help="comma-separated source names")
+    ap.add_argument("--levels", type=lambda s: s.split(","), help="comma-separated KernelBench levels (1,2,3)")
+    ap.add_argument("--static-only", action="store_true", help="extraction and the static policy only (no worker)")
+    ap.add_argument("--review", action="store_true", help="list every static refusal with its answer and line")
+    ap.add_argument("--tables-from", action="store_true", help="render --out's results without judging anything")
+    ap.add_argument("--resume", action="store_true", help="keep the answers --out already holds")
+    ap.add_argument("--out", type=Path, help="results JSON (default: SWEEP/results-DEVICE.json)")
+    ap.add_argument("--cache-dir", type=Path, help="`agent eval --cache-dir` (truths shared across answers)")
+    args = ap.parse_args(argv)
+    if args.jobs < 1 or args.timeout <= 0:
+        ap.error("--jobs and --timeout must be positive")
+    if not args.sweep.is_dir():
+        ap.error(f"{args.sweep} is not a folder")
+    if args.tables_from:
+        path = args.out or args.sweep / f"results-{'static' if args.static_only else args.device}.json"
+        if not path.exists():
+            ap.error(f"{path} does not exist")
+        doc = json.loads(path.read_text())
+        print(render(doc["results"], doc["meta"], args.sweep.resolve()))
+        if args.review:
+            print(review(doc["results"], args.sweep.resolve()))
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
