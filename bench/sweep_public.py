@@ -23,6 +23,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -81,22 +82,61 @@ def violations_of(message: str) -> list[dict]:
     return out
 
 
-def _cli(a: dict, args: argparse.Namespace) -> dict:
+class Procs:
+    """The `agent eval` processes in flight, each its own process group: a budget or a signal kills them all (their
+    answers are left unjudged for --resume), and none starts after."""
+
+    def __init__(self) -> None:
+        self.lock, self.running, self.stopped = threading.Lock(), set(), False  # type: ignore[var-annotated]
+
+    def start(self, cmd: list[str], env: dict[str, str]) -> subprocess.Popen | None:
+        with self.lock:
+            if self.stopped:
+                return None
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+            self.running.add(proc)
+            return proc
+
+    def done(self, proc: subprocess.Popen) -> None:
+        with self.lock:
+            self.running.discard(proc)
+
+    def kill(self, proc: subprocess.Popen) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # its own group: the eval and the sandboxes it started
+        except ProcessLookupError:
+            pass
+
+    def stop(self) -> None:
+        with self.lock:
+            self.stopped = True
+            for proc in self.running:
+                self.kill(proc)
+
+
+def _cli(a: dict, args: argparse.Namespace, procs: Procs) -> dict | None:
+    """One answer's verdict from `agent eval --json` (None: stopped by the budget or a signal, not judged)."""
     cmd = [sys.executable, "-m", "agent", "eval", a["answer"], "--problem", a["problem"], "--stage", args.stage,
            "--device", args.device, "--no-timing", "--json"]
     if args.cache_dir:
         cmd += ["--cache-dir", str(args.cache_dir)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = procs.start(cmd, env)
+    if proc is None:
+        return None
     try:
         out, err = proc.communicate(timeout=args.timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)  # its own group: the eval and the workers it started
+        procs.kill(proc)
         proc.communicate()
-        return {"verdict": "sweep-timeout", "message": f"no verdict within {args.timeout:g} s",
-                "seconds": round(time.monotonic() - start, 1)}
+        procs.done(proc)
+        return None if procs.stopped else {"verdict": "sweep-timeout", "message": f"no verdict within "
+                                           f"{args.timeout:g} s", "seconds": round(time.monotonic() - start, 1)}
+    procs.done(proc)
+    if procs.stopped and proc.returncode < 0:
+        return None
     seconds = round(time.monotonic() - start, 1)
     try:
         res = json.loads(out.strip().splitlines()[-1])
@@ -137,6 +177,21 @@ def _static(a: dict, stage: str) -> dict:
     return r
 
 
+def _cpu_sizes(problem: Path) -> str:
+    """Whether CPU mode can reduce the problem: "reduced", "own sizes" (no size global it can resize: judged at full
+    size on the CPU), or why the file does not load. Loading runs only the file's top level, never its Model."""
+    import logging
+
+    from agent.problems import load_problem
+
+    logging.getLogger("agent.problems").setLevel(logging.ERROR)  # its "validated at its own sizes" notice: counted
+    try:
+        spec = load_problem(str(problem), None)
+    except Exception as e:  # a foreign file: a reason, not a crash
+        return f"load error: {str(e).splitlines()[0][-160:]}"
+    return "reduced" if any(s.overrides for s in spec.cpu_sizes) else "own sizes"
+
+
 def _save(path: Path, meta: dict, results: dict[str, dict]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"meta": meta, "results": list(results.values())}, indent=1) + "\n")
@@ -152,6 +207,31 @@ def _meta(args: argparse.Namespace, sweep: Path) -> dict:
     return {"agent_commit": head.stdout.strip(), "stage": args.stage, "device": "static" if args.static_only
             else args.device, "timeout_s": args.timeout, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "sources": sources}
+
+
+def _judge_all(todo: list[dict], args: argparse.Namespace, out: Path, meta: dict, done: dict[str, dict]) -> None:
+    """Judge `todo` --jobs at a time, saving after each; past --budget-s, or on SIGTERM/SIGINT, stop cleanly."""
+    procs = Procs()
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # a killed sweep kills its evals too
+    pool = ThreadPoolExecutor(max_workers=args.jobs)  # each thread waits on one `agent eval` process
+    futures = {pool.submit(_cli, a, args, procs): a for a in todo}
+    try:
+        for i, f in enumerate(as_completed(futures, timeout=args.budget_s), 1):
+            a, r = futures[f], f.result()
+            if r is None:
+                continue
+            done[a["answer"]] = {**a, **r}
+            print(f"[{i}/{len(todo)}] {r['verdict']:<15} {r.get('seconds', 0):6.1f}s  {a['source']}: "
+                  f"{Path(a['answer']).name}", file=sys.stderr)
+            _save(out, meta, done)
+    except (TimeoutError, KeyboardInterrupt) as e:
+        print(f"stopped ({'budget' if isinstance(e, TimeoutError) else 'signal'}): {len(done)} judged; --resume "
+              "goes on", file=sys.stderr)
+    finally:
+        procs.stop()
+        pool.shutdown(wait=True, cancel_futures=True)
+        signal.signal(signal.SIGTERM, previous)
+        _save(out, meta, done)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -171,18 +251,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(answers)} answers, {len(answers) - len(todo)} already judged; results -> {out}", file=sys.stderr)
     if args.static_only:
         for a in todo:
-            done[a["answer"]] = {**a, **_static(a, args.stage)}
+            done[a["answer"]] = {**a, **_static(a, args.stage), "cpu_sizes": _cpu_sizes(Path(a["problem"]))}
         _save(out, meta, done)
     else:
-        with ThreadPoolExecutor(max_workers=args.jobs) as pool:  # each thread waits on one `agent eval` process
-            futures = {pool.submit(_cli, a, args): a for a in todo}
-            for i, f in enumerate(as_completed(futures), 1):
-                a = futures[f]
-                done[a["answer"]] = {**a, **f.result()}
-                r = done[a["answer"]]
-                print(f"[{i}/{len(todo)}] {r['verdict']:<15} {r.get('seconds', 0):6.1f}s  {a['source']}: "
-                      f"{Path(a['answer']).name}", file=sys.stderr)
-                _save(out, meta, done)
+        _judge_all(todo, args, out, meta, done)
     wanted = {a["answer"] for a in answers}
     results = [r for r in done.values() if r["answer"] in wanted]
     print(render(results, meta, sweep))
@@ -206,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--review", action="store_true", help="list every static refusal with its answer and line")
     ap.add_argument("--tables-from", action="store_true", help="render --out's results without judging anything")
     ap.add_argument("--resume", action="store_true", help="keep the answers --out already holds")
+    ap.add_argument("--budget-s", type=float, help="stop after this many seconds (in-flight answers unjudged)")
     ap.add_argument("--out", type=Path, help="results JSON (default: SWEEP/results-DEVICE.json)")
     ap.add_argument("--cache-dir", type=Path, help="`agent eval --cache-dir` (truths shared across answers)")
     args = ap.parse_args(argv)

@@ -50,6 +50,17 @@ def refusal_table(results: list[dict], kind: str = "static") -> str:
     return "\n".join(rows)
 
 
+def sizes_table(results: list[dict]) -> str:
+    """Per source, the problems CPU mode reduces, those it judges at their own (full) sizes, those that do not load."""
+    by = _by_source(results)
+    kinds = ["reduced", "own sizes", "load error"]
+    rows = ["| source | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds)]
+    for source, rs in by.items():
+        c = Counter(r["cpu_sizes"].split(":")[0] for r in rs if "cpu_sizes" in r)
+        rows.append(f"| {source} | " + " | ".join(str(c.get(k, 0)) for k in kinds) + " |")
+    return "\n".join(rows)
+
+
 def render(results: list[dict], meta: dict, sweep: Path) -> str:
     srcs = meta.get("sources", {})
     head = [f"## Public answers: {len(results)} judged ({meta.get('device')}, stage {meta.get('stage')}, agent "
@@ -60,6 +71,8 @@ def render(results: list[dict], meta: dict, sweep: Path) -> str:
              refusal_table(results, "static")]
     if any(_rules(r, "static") for r in results):
         parts += ["### Static refusals reviewed by hand (answers)", review_table(results)]
+    if any("cpu_sizes" in r for r in results):
+        parts += ["### Problems in CPU mode (answers)", sizes_table(results)]
     if any(_rules(r, "run-time") for r in results):
         parts += ["### Run-time refusals by tag (answers)", refusal_table(results, "run-time")]
     slow = sorted((r for r in results if "seconds" in r), key=lambda r: -r["seconds"])[:1]
@@ -84,6 +97,8 @@ def review(results: list[dict], sweep: Path) -> str:
         for v in r.get("violations", []):
             src = f"  `{v['line']}`" if v.get("line") else ""
             lines.append(f"- {_rel(r['answer'], sweep)} [{v['kind']} {v['rule']}] {v['message'][:300]}{src}")
+        if r.get("cpu_sizes", "reduced") != "reduced":
+            lines.append(f"- {_rel(r['problem'], sweep)} [cpu sizes] {r['cpu_sizes']}")
         if r["verdict"] in ("no_code", "syntax_error", "cli-error", "sweep-timeout"):
             lines.append(f"- {_rel(r['answer'], sweep)} [{r['verdict']}] {r.get('message', '')[:300]}")
     return "\n".join(lines) + "\n"

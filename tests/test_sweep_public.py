@@ -110,13 +110,24 @@ def test_static_only_judges_every_answer_with_the_real_policy(tmp_path, capsys):
                               "no_model": "import torch\n"})
     assert S.main([str(sweep), "--static-only"]) == 0
     results = {Path(r["answer"]).stem: r for r in json.loads((sweep / "results-static.json").read_text())["results"]}
-    assert results["honest"]["verdict"] == "passes-static"
+    assert results["honest"]["verdict"] == "passes-static" and results["honest"]["cpu_sizes"] == "reduced"
     assert results["no_model"]["verdict"] == "no_code"
     refused = results["private_init"]
     assert refused["verdict"] == "rule_violation" and [v["rule"] for v in refused["violations"]] == ["escape"]
     assert "_calculate_fan_in_and_fan_out" in refused["violations"][0]["line"]
     out = capsys.readouterr().out
     assert "| mine | 3 |" in out and "| private init helper | 1 | 1 | false |" in out
+
+
+def test_a_problem_without_size_globals_is_told_to_run_at_its_own_sizes(tmp_path):
+    inline = PROBLEM.replace("torch.randn(batch_size, dim)", "torch.randn(16, 1024)").replace("batch_size = 16\n", "")
+    sweep = _sweep(tmp_path, {"fixed": HONEST.replace("INIT", "pass")}, problem=inline.replace("dim = 1024\n", ""))
+    sweep = _sweep(tmp_path / "b", {"broken": HONEST.replace("INIT", "pass")}, problem="import no_such_module\n")
+    assert S.main([str(tmp_path), "--static-only"]) == 0 and S.main([str(sweep), "--static-only"]) == 0
+    (fixed,) = json.loads((tmp_path / "results-static.json").read_text())["results"]
+    (broken,) = json.loads((sweep / "results-static.json").read_text())["results"]
+    assert fixed["cpu_sizes"] == "own sizes"
+    assert broken["cpu_sizes"].startswith("load error:") and "no_such_module" in broken["cpu_sizes"]
 
 
 def test_tables_count_answers_per_rule_and_source():
@@ -149,3 +160,11 @@ def test_bad_options_are_one_line_errors(tmp_path, args):
     with pytest.raises(SystemExit) as e:
         S.main([str(tmp_path), *args])
     assert e.value.code == 2
+
+
+def test_a_budget_stops_the_sweep_and_leaves_the_rest_for_resume(tmp_path, capsys):
+    sweep = _sweep(tmp_path, {"a": HONEST.replace("INIT", "pass"), "b": HONEST.replace("INIT", "pass")})
+    out = tmp_path / "r.json"
+    assert S.main([str(sweep), "--budget-s", "1", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["results"] == []  # the one in flight was killed, not recorded
+    assert "--resume goes on" in capsys.readouterr().err
