@@ -138,16 +138,16 @@ def _cli(a: dict, args: argparse.Namespace, procs: Procs) -> dict | None:
     if procs.stopped and proc.returncode < 0:
         return None
     seconds = round(time.monotonic() - start, 1)
+    notices = [line[:400] for line in err.splitlines() if "skipped" in line][:6]  # sizes the problem cannot run at
     try:
         res = json.loads(out.strip().splitlines()[-1])
     except (IndexError, ValueError):
         last = [line for line in err.strip().splitlines() if line.strip()]
         return {"verdict": "cli-error", "message": (last[-1] if last else f"exit {proc.returncode}, no output")[:400],
-                "exit": proc.returncode, "seconds": seconds}
-    notices = [line for line in err.splitlines() if "skipped" in line]  # size sets the problem could not run at
+                "exit": proc.returncode, "seconds": seconds, **({"notices": notices} if notices else {})}
     r = {"verdict": res["verdict"], "message": res.get("message", "")[:2000], "seconds": seconds}
     if notices:
-        r["notices"] = notices[:6]
+        r["notices"] = notices
     if res.get("checks"):
         r["sizes"] = sorted({c["size"] for c in res["checks"]})
     if res["verdict"] == "rule_violation":
@@ -190,6 +190,15 @@ def _cpu_sizes(problem: Path) -> str:
     except Exception as e:  # a foreign file: a reason, not a crash
         return f"load error: {str(e).splitlines()[0][-160:]}"
     return "reduced" if any(s.overrides for s in spec.cpu_sizes) else "own sizes"
+
+
+_DEVICE_BRANCH = re.compile(r"\.is_cuda\b|\.device\.type\b|TRITON_INTERPRET")
+
+
+def _on_device(answer: Path) -> bool:
+    """Whether the answer asserts or branches on CUDA or the interpreter (a text search, not the judge's): what CPU
+    mode cannot judge as the GPU would."""
+    return _DEVICE_BRANCH.search(answer.read_text(errors="replace")) is not None
 
 
 def _save(path: Path, meta: dict, results: dict[str, dict]) -> None:
@@ -251,7 +260,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{len(answers)} answers, {len(answers) - len(todo)} already judged; results -> {out}", file=sys.stderr)
     if args.static_only:
         for a in todo:
-            done[a["answer"]] = {**a, **_static(a, args.stage), "cpu_sizes": _cpu_sizes(Path(a["problem"]))}
+            done[a["answer"]] = {**a, **_static(a, args.stage), "cpu_sizes": _cpu_sizes(Path(a["problem"])),
+                               "device_branch": _on_device(Path(a["answer"]))}
         _save(out, meta, done)
     else:
         _judge_all(todo, args, out, meta, done)

@@ -83,3 +83,62 @@ def review_table(results: list[dict]) -> str:
         n = [per[s][j] for s in sources]
         rows.append(f"| **{label}** | " + " | ".join(map(str, n)) + f" | {sum(n)} | | |")
     return "\n".join(rows)
+
+
+# The local sample's verdicts read by hand (`--sample 20 --seed 0`, CPU mode): whether each verdict is right, and if
+# not, whose limit it shows. "right": the verdict stands; "false": an honest answer refused for its shape; "cpu-mode":
+# CUDA-only code or a kernel too slow for the interpreter, which CPU mode cannot judge; "harness": the problem, not
+# the answer, kept the judge from a verdict.
+ANSWERS = {
+    "dlblas-kernelagent/answers/level1_99_TripletMarginLoss.py": (
+        "false", "per-row losses in Triton, then `.mean()` of 128 values in PyTorch: the output is PyTorch's"),
+    "dlblas-openevolve/answers/level3_10_ResNet101.py": (
+        "right", "the kernel's masks broadcast [1, HW] against [C_in, 1] over a [C_in] offset: fails at any size"),
+    "llmkernel/answers/level2_18_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp.py": ("cpu-mode", "`assert x.is_cuda`"),
+    "dlblas-kernelagent/answers/level2_95_Matmul_Add_Swish_Tanh_GELU_Hardtanh.py": ("right", "correct"),
+    "dlblas-openevolve/answers/level1_22_Tanh.py": ("right", "correct"),
+    "llmkernel/answers/level1_2_Standard_matrix_multiplication_.py": (
+        "harness", "sizes written as products (`M = 1024 * 2`) are not reduced: the fp64 truth of a 2048x8192 @ "
+        "8192x4096 matmul on the CPU gives no verdict in 240 s"),
+    "dlblas-kernelagent/answers/level2_16_ConvTranspose2d_Mish_Add_Hardtanh_Scaling.py": ("right", "correct"),
+    "dlblas-openevolve/answers/level3_15_DenseNet121.py": (
+        "right", "Triton does only the final 1x1 average pool; every conv, norm and the classifier run in PyTorch "
+        "(2 of its 3 CPU sizes skipped: DenseNet's pools need more than 28x28)"),
+    "llmkernel/answers/level1_96_HuberLoss.py": ("right", "returns shape [1] where the Model returns a 0-d tensor"),
+    "dlblas-kernelagent/answers/level1_19_ReLU.py": ("right", "correct"),
+    "dlblas-openevolve/answers/level2_7_Conv3d_ReLU_LeakyReLU_GELU_Sigmoid_BiasAdd.py": (
+        "right", "GELU approximated as x*sigmoid(1.702x): relative error 1e-3 against a 1e-4 tolerance"),
+    "llmkernel/answers/level1_61_conv_transposed_3D__square_input__square_kernel.py": (
+        "cpu-mode", "`if not x.is_cuda:` PyTorch's conv"),
+    "dlblas-kernelagent/answers/level1_6_Matmul_with_large_K_dimension_.py": (
+        "cpu-mode", "`if A.is_cuda and B.is_cuda:` Triton, else torch.matmul"),
+    "dlblas-openevolve/answers/level1_46_Average_Pooling_3D.py": (
+        "cpu-mode", "one program per output element (BLOCK_SIZE=1, 27 scalar loads each): too slow for the "
+        "interpreter at the wide CPU size (the harness's 180 s)"),
+    "llmkernel/answers/level1_70_conv_transposed_3D__asymmetric_input__square_kernel.py": (
+        "cpu-mode", "`assert x.is_cuda and weight.is_cuda`"),
+    "dlblas-kernelagent/answers/level2_37_Matmul_Swish_Sum_GroupNorm.py": (
+        "right", "`BLOCK_SIZE=group_size` in tl.arange: only power-of-two group sizes work (the CPU sizes give 1 and "
+        "3, the GPU's odd size 31)"),
+    "dlblas-openevolve/answers/level3_29_SwinMLP.py": (
+        "harness", "the reference runs at none of the CPU sizes (the Model's default img_size=224 is not a size "
+        "global: 'Input image size (28*28) doesn't match model (224*224)'): one line says so, no hang"),
+    "llmkernel/answers/level2_55_Matmul_MaxPool_Sum_Scale.py": ("cpu-mode", "`assert x.is_cuda`"),
+    "dlblas-kernelagent/answers/level2_31_Conv2d_Min_Add_Multiply.py": (
+        "cpu-mode", "`if x.is_cuda:` Triton, else PyTorch"),
+    "dlblas-openevolve/answers/level1_47_Sum_reduction_over_a_dimension.py": ("right", "correct"),
+}
+
+
+def answers_table(results: list[dict], rel: dict[str, str]) -> str:
+    """The verdicts of the answers read by hand (`rel`: answer -> its path under the sweep folder)."""
+    rows = ["| answer | verdict | read by hand | why |", "|---|---|---|---|"]
+    judged: Counter[str] = Counter()
+    for r in sorted(results, key=lambda r: rel[r["answer"]]):
+        if rel[r["answer"]] in ANSWERS:
+            j, why = ANSWERS[rel[r["answer"]]]
+            judged[j] += 1
+            rows.append(f"| {rel[r['answer']].replace('/answers/', ': ')} | {r['verdict']} | {j} | {why} |")
+    if not judged:
+        return ""
+    return "\n".join(rows) + "\n\nRead by hand: " + ", ".join(f"{n} {j}" for j, n in judged.most_common())

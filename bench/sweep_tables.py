@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from sweep_review import review_table
+from sweep_review import answers_table, review_table
 
 # verdicts in the order a reader wants them: what ran, then what was refused or could not be judged
 ORDER = ["correct", "incorrect", "runtime_error", "compile_error", "timeout", "rule_violation", "syntax_error",
@@ -54,10 +54,12 @@ def sizes_table(results: list[dict]) -> str:
     """Per source, the problems CPU mode reduces, those it judges at their own (full) sizes, those that do not load."""
     by = _by_source(results)
     kinds = ["reduced", "own sizes", "load error"]
-    rows = ["| source | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds)]
+    rows = ["| source | problem reduced | own sizes | load error | answer asserts or branches on the device |",
+            "|---|" + "---:|" * (len(kinds) + 1)]
     for source, rs in by.items():
         c = Counter(r["cpu_sizes"].split(":")[0] for r in rs if "cpu_sizes" in r)
-        rows.append(f"| {source} | " + " | ".join(str(c.get(k, 0)) for k in kinds) + " |")
+        rows.append(f"| {source} | " + " | ".join(str(c.get(k, 0)) for k in kinds)
+                    + f" | {sum(bool(r.get('device_branch')) for r in rs)} |")
     return "\n".join(rows)
 
 
@@ -75,6 +77,9 @@ def render(results: list[dict], meta: dict, sweep: Path) -> str:
         parts += ["### Problems in CPU mode (answers)", sizes_table(results)]
     if any(_rules(r, "run-time") for r in results):
         parts += ["### Run-time refusals by tag (answers)", refusal_table(results, "run-time")]
+    hand = answers_table(results, {r["answer"]: _rel(r["answer"], sweep) for r in results})
+    if hand:
+        parts += ["### Verdicts read by hand", hand]
     slow = sorted((r for r in results if "seconds" in r), key=lambda r: -r["seconds"])[:1]
     if slow:
         total = sum(r["seconds"] for r in results if "seconds" in r)

@@ -105,18 +105,21 @@ def test_an_answer_is_refused_falsely_only_when_every_refusal_is_false():
 
 
 def test_static_only_judges_every_answer_with_the_real_policy(tmp_path, capsys):
+    cuda_only = HONEST.replace("INIT", "pass").replace("x = x.contiguous()", "assert x.is_cuda")
     sweep = _sweep(tmp_path, {"honest": HONEST.replace("INIT", "nn.init.kaiming_uniform_(self.w)"),
+                              "cuda_only": cuda_only,
                               "private_init": HONEST.replace("INIT", "nn.init._calculate_fan_in_and_fan_out(self.w)"),
                               "no_model": "import torch\n"})
     assert S.main([str(sweep), "--static-only"]) == 0
     results = {Path(r["answer"]).stem: r for r in json.loads((sweep / "results-static.json").read_text())["results"]}
     assert results["honest"]["verdict"] == "passes-static" and results["honest"]["cpu_sizes"] == "reduced"
+    assert results["cuda_only"]["device_branch"] and not results["honest"]["device_branch"]
     assert results["no_model"]["verdict"] == "no_code"
     refused = results["private_init"]
     assert refused["verdict"] == "rule_violation" and [v["rule"] for v in refused["violations"]] == ["escape"]
     assert "_calculate_fan_in_and_fan_out" in refused["violations"][0]["line"]
     out = capsys.readouterr().out
-    assert "| mine | 3 |" in out and "| private init helper | 1 | 1 | false |" in out
+    assert "| mine | 4 |" in out and "| private init helper | 1 | 1 | false |" in out
 
 
 def test_a_problem_without_size_globals_is_told_to_run_at_its_own_sizes(tmp_path):
