@@ -122,7 +122,8 @@ ANSWERS = {
         "3, the GPU's odd size 31)"),
     "dlblas-openevolve/answers/level3_29_SwinMLP.py": (
         "harness", "the reference runs at none of the CPU sizes (the Model's default img_size=224 is not a size "
-        "global: 'Input image size (28*28) doesn't match model (224*224)'): one line says so, no hang"),
+        "global: 'Input image size (28*28) doesn't match model (224*224)'): one line says so, no hang; the answer "
+        "defines no ModelNew anyway (no_code in the static pass)"),
     "llmkernel/answers/level2_55_Matmul_MaxPool_Sum_Scale.py": ("cpu-mode", "`assert x.is_cuda`"),
     "dlblas-kernelagent/answers/level2_31_Conv2d_Min_Add_Multiply.py": (
         "cpu-mode", "`if x.is_cuda:` Triton, else PyTorch"),
