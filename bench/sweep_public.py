@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]  # this checkout's agent (the static pass imports it), then ours
 from sweep_tables import render, review  # noqa: E402
 
 # the tag that ends each static violation ("line 3: ... [escape]"), before "; ", " (+N more)" or the end
