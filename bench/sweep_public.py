@@ -121,7 +121,8 @@ def _cli(a: dict, args: argparse.Namespace, procs: Procs) -> dict | None:
            "--device", args.device, "--no-timing", "--json"]
     if args.cache_dir:
         cmd += ["--cache-dir", str(args.cache_dir)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    env = {"OMP_NUM_THREADS": "1", **os.environ,  # N evals at once: one thread each (the workers set it themselves)
+           "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
     start = time.monotonic()
     proc = procs.start(cmd, env)
     if proc is None:
