@@ -118,8 +118,9 @@ ANSWERS = {
     "llmkernel/answers/level1_70_conv_transposed_3D__asymmetric_input__square_kernel.py": (
         "cpu-mode", "`assert x.is_cuda and weight.is_cuda`"),
     "dlblas-kernelagent/answers/level2_37_Matmul_Swish_Sum_GroupNorm.py": (
-        "right", "`BLOCK_SIZE=group_size` in tl.arange: only power-of-two group sizes work (the CPU sizes give 1 and "
-        "3, the GPU's odd size 31)"),
+        "right", "`BLOCK_SIZE=group_size` in tl.arange: only power-of-two group sizes work (cpu-wide: 96/32 = 3; the "
+        "GPU's odd size, 992/32 = 31, fails too). Its 'cpu' trials passed on nothing: 32 channels in 32 groups make "
+        "GroupNorm degenerate, eager's error 3e7 sets a tolerance of 2.4e8"),
     "dlblas-openevolve/answers/level3_29_SwinMLP.py": (
         "harness", "the reference runs at none of the CPU sizes (the Model's default img_size=224 is not a size "
         "global: 'Input image size (28*28) doesn't match model (224*224)'): one line says so, no hang; the answer "
