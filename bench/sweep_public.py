@@ -159,7 +159,11 @@ def _cli(a: dict, args: argparse.Namespace, procs: Procs) -> dict | None:
 def _static(a: dict, stage: str) -> dict:
     """Extraction and the static policy only, in this process, exactly as the CLI's first step (pipeline._static)."""
     from agent.harness import policy
-    from agent.harness.pipeline import EvalRequest, _absent, _static
+
+    try:  # the CLI's own first step; private, so a rename says so in one line
+        from agent.harness.pipeline import EvalRequest, _absent, _static
+    except ImportError as e:
+        sys.exit(f"error: --static-only needs agent.harness.pipeline's _static and _absent: {e}")
     from agent.problems import load_problem
     from agent.stages import get_stage
 

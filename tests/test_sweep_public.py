@@ -110,7 +110,7 @@ def test_static_only_judges_every_answer_with_the_real_policy(tmp_path, capsys):
                               "cuda_only": cuda_only,
                               "private_init": HONEST.replace("INIT", "nn.init._calculate_fan_in_and_fan_out(self.w)"),
                               "no_model": "import torch\n"})
-    assert S.main([str(sweep), "--static-only"]) == 0
+    assert S.main([str(sweep), "--static-only", "--review"]) == 0
     results = {Path(r["answer"]).stem: r for r in json.loads((sweep / "results-static.json").read_text())["results"]}
     assert results["honest"]["verdict"] == "passes-static" and results["honest"]["cpu_sizes"] == "reduced"
     assert results["cuda_only"]["device_branch"] and not results["honest"]["device_branch"]
@@ -120,6 +120,7 @@ def test_static_only_judges_every_answer_with_the_real_policy(tmp_path, capsys):
     assert "_calculate_fan_in_and_fan_out" in refused["violations"][0]["line"]
     out = capsys.readouterr().out
     assert "| mine | 4 |" in out and "| private init helper | 1 | 1 | false |" in out
+    assert "mine/answers/private_init.py [static escape] line 16: `torch.nn.init._calculate_fan_in_and_fan_out`" in out
 
 
 def test_a_problem_without_size_globals_is_told_to_run_at_its_own_sizes(tmp_path):
