@@ -86,7 +86,8 @@ def review_table(results: list[dict]) -> str:
 
 
 # The local sample's verdicts read by hand (`--sample 20 --seed 0`, CPU mode): whether each verdict is right, and if
-# not, whose limit it shows. "right": the verdict stands; "false": an honest answer refused for its shape; "cpu-mode":
+# not, whose limit it shows. "right": the verdict stands; "missed": a wrong answer judged correct (checked by running
+# it outside the judge); "false": an honest answer refused for its shape; "cpu-mode":
 # CUDA-only code or a kernel too slow for the interpreter, which CPU mode cannot judge; "harness": the problem, not
 # the answer, kept the judge from a verdict.
 ANSWERS = {
@@ -95,8 +96,12 @@ ANSWERS = {
     "dlblas-openevolve/answers/level3_10_ResNet101.py": (
         "right", "the kernel's masks broadcast [1, HW] against [C_in, 1] over a [C_in] offset: fails at any size"),
     "llmkernel/answers/level2_18_Matmul_Sum_Max_AvgPool_LogSumExp_LogSumExp.py": ("cpu-mode", "`assert x.is_cuda`"),
-    "dlblas-kernelagent/answers/level2_95_Matmul_Add_Swish_Tanh_GELU_Hardtanh.py": ("right", "correct"),
-    "dlblas-openevolve/answers/level1_22_Tanh.py": ("right", "correct"),
+    "dlblas-kernelagent/answers/level2_95_Matmul_Add_Swish_Tanh_GELU_Hardtanh.py": (
+        "missed", "tanh as (exp(2s)-1)/(exp(2s)+1): inf/inf past s = 44; with the input scaled by 100 the output is "
+        "-1 where the Model gives 0.84 (max error 1.84); no trial draws values that large"),
+    "dlblas-openevolve/answers/level1_22_Tanh.py": (
+        "missed", "tanh as (exp(2x)-1)/(exp(2x)+1): NaN for x >= 45 (torch.tanh: 1); no trial draws values that "
+        "large"),
     "llmkernel/answers/level1_2_Standard_matrix_multiplication_.py": (
         "harness", "sizes written as products (`M = 1024 * 2`) are not reduced: the fp64 truth of a 2048x8192 @ "
         "8192x4096 matmul on the CPU gives no verdict in 240 s"),
