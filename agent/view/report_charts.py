@@ -16,6 +16,7 @@ from agent.schema import Candidate, GPUSpec, Timing, Verdict
 VERDICT_COLOURS = {
     "correct": "#2e9e44", "incorrect": "#e8a21a", "timeout": "#9b59b6", "rule_violation": "#d62728",
     "runtime_error": "#8c2d19", "compile_error": "#b5651d", "syntax_error": "#e377c2", "no_code": "#8c8c8c",
+    "needs_gpu": "#17becf",
 }
 CLOCK_STYLE = {"device": "solid", "latency": "dash"}
 _LAYOUT = dict(template="plotly_white", height=380, margin=dict(l=60, r=20, t=50, b=50),
