@@ -123,6 +123,104 @@ def why(body: str) -> str | None:
         def forward(self, x):
             return impl(x)
     """,
+    # the other shapes of a branch: and/or, match, a lookup table, a loop, a CUDA-only build or device index
+    """
+    def f(x):
+        return x.is_cuda and torch.mean(x) or launch(x)
+    """,
+    """
+    def f(x):
+        match x.device.type:
+            case "cuda":
+                return torch.mean(x)
+            case _:
+                return launch(x)
+    """,
+    """
+    IMPLS = {"cuda": torch.mean, "cpu": launch}
+    def f(x):
+        return IMPLS[x.device.type](x)
+    """,
+    """
+    def f(x):
+        if torch.version.cuda:
+            return torch.mean(x)
+        return launch(x)
+    """,
+    # the same calls, other math: a constant in arithmetic, or a kernel's operand passed by position
+    """
+    def f(x):
+        return x * 2 if x.is_cuda else x * 3
+    """,
+    """
+    def f(x, out):
+        if x.is_cuda:
+            k[(1,)](x, out, 2.0, BLOCK=1024)
+        else:
+            k[(1,)](x, out, 3.0, BLOCK=64)
+    """,
+    # a value a device branch chose, branched on later (a flag, a block size)
+    """
+    def f(x):
+        if x.is_cuda:
+            mode = 1
+        else:
+            mode = 0
+        if mode:
+            return torch.mean(x)
+        return launch(x)
+    """,
+    """
+    def f(x):
+        block = 4096 if x.is_cuda else 128
+        if x.numel() <= block:
+            return torch.mean(x)
+        return launch(x)
+    """,
+    # a signal passed into a kernel, which branches on it; a table read with .get; a class attribute
+    """
+    @triton.jit
+    def k3(x_ptr, out_ptr, ON_GPU: tl.constexpr):
+        if ON_GPU:
+            tl.store(out_ptr, tl.load(x_ptr) * 2)
+        else:
+            tl.store(out_ptr, tl.load(x_ptr))
+    def f(x, out):
+        k3[(1,)](x, out, ON_GPU=x.is_cuda)
+    """,
+    """
+    IMPLS = {"cuda": torch.mean, "cpu": launch}
+    def f(x):
+        return IMPLS.get(str(x.device.type), launch)(x)
+    """,
+    """
+    class ModelNew(nn.Module):
+        GPU = torch.cuda.is_available()
+        def forward(self, x):
+            return torch.mean(x) if self.GPU else launch(x)
+    """,
+    """
+    def f(x):
+        if x.get_device() >= 0:
+            return torch.mean(x)
+        return launch(x)
+    """,
+    # a kernel the GPU's compiler may refuse where the interpreter ran it, PyTorch in the handler
+    """
+    def f(x):
+        try:
+            return launch(x)
+        except Exception:
+            return torch.mean(x)
+    """,
+    """
+    def f(x):
+        try:
+            torch.cuda.current_device()
+            return torch.mean(x)
+        except (AssertionError, RuntimeError):
+            return launch(x)
+    """,
 ])
 def test_a_branch_whose_paths_do_different_work_cannot_be_judged_on_the_cpu(body):
     found = why(body)
@@ -174,6 +272,32 @@ def test_a_branch_whose_paths_do_different_work_cannot_be_judged_on_the_cpu(body
         if x.numel() > 4096:
             return torch.mean(x)
         return launch(x)
+    """,
+    # tuning knobs by keyword, on statements of the same shape
+    """
+    def f(x, out):
+        if x.is_cuda:
+            k[(1,)](x, out, x.numel(), BLOCK=1024, num_warps=8)
+        else:
+            k[(1,)](x, out, x.numel(), BLOCK=64, num_warps=1)
+    """,
+    # a handler that logs and raises again: a failure on either device, not another path
+    """
+    def f(x):
+        try:
+            return launch(x)
+        except Exception:
+            print("launch failed")
+            raise
+    """,
+    # constants chosen by the device, through a helper and into a kernel's loop
+    """
+    def config(on_gpu):
+        return (1024, 8) if on_gpu else (64, 1)
+    def f(x, out):
+        block, warps = config(x.is_cuda)
+        k[(1,)](x, out, x.numel(), BLOCK=block, num_warps=warps)
+        k[(1,)](x, out, x.numel(), BLOCK=128 if os.environ.get("TRITON_INTERPRET") else 512)
     """,
     # an assert on the device is judged where it runs (cuda_required)
     """

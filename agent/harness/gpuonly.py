@@ -17,24 +17,20 @@ A CUDA requirement met at run time (`assert x.is_cuda`, "Torch not compiled with
 from __future__ import annotations
 
 import ast
-import builtins
 import re
 
+from agent.harness.gpupaths import lasting, shape, work
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import dotted
 
 _ROOTS = {"torch", "triton", "os", "contextlib"}
 _DEVICE_ATTRS = {"is_cuda", "is_cpu"}
+_SETTING = re.compile(r"TRITON_\w+")  # a Triton setting read from the environment (TRITON_INTERPRET above all)
+# Paths whose value differs between the CPU mode's interpreter and a GPU: CUDA's and the driver's queries, the build
+_DEVICE_PATHS = ("torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized",
+                 "torch.cuda.current_device", "torch.backends.cudnn.is_available", "torch.version.",
+                 "triton.runtime.driver.")
 _DEVICE_WORDS = re.compile(r"(cuda|cpu|hip|xpu|mps)(:\d+)?")
-_DEVICE_QUERIES = {"torch.cuda.is_available", "torch.cuda.device_count", "torch.cuda.is_initialized"}
-# Calls that place or describe work rather than do it: device guards and queries, a null context, triton's host
-# helpers (cdiv, next_power_of_2, set_allocator, the driver's queries), warnings and logging
-_PLUMBING = ("torch.cuda.", "torch.backends.", "torch.version.", "torch.device", "contextlib.", "triton.cdiv",
-             "triton.next_power_of_2", "triton.set_allocator", "triton.runtime.", "warnings.", "logging.", "math.",
-             "os.")
-_METADATA = {"size", "stride", "dim", "numel", "element_size", "is_contiguous", "get_device", "data_ptr", "nelement",
-             "ndimension", "item_size", "get", "startswith", "lower", "format"}
-_BUILTINS = set(dir(builtins))
 _PASSES = 4
 
 
@@ -47,17 +43,29 @@ class _Signals:
         self.names: set[str] = set()
         self.attrs: set[str] = set()
         self.funcs: set[str] = set()
+        self.launchers = _launchers(tree)
+        defs = {d.name: d for d in ast.walk(tree) if isinstance(d, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        # names bound to a literal dict, list or tuple (a lookup table of paths)
+        self.tables: dict[str, ast.AST] = {t.id: n.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                                           and isinstance(n.value, (ast.Dict, ast.List, ast.Tuple))
+                                           for t in n.targets if isinstance(t, ast.Name)}
         for _ in range(_PASSES):
             before = (len(self.names), len(self.attrs), len(self.funcs))
             for node in ast.walk(tree):
                 if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None and \
-                        self.reads(node.value):
+                        self.taints(node.value):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     for t in targets:
+                        if isinstance(t, ast.Subscript):  # MODE["gpu"] = ...: the table holds it
+                            t = t.value
                         if isinstance(t, ast.Name):
                             self.names.add(t.id)
-                        elif isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+                        elif isinstance(t, ast.Attribute):  # self.gpu = ..., cfg.gpu = ...
                             self.attrs.add(t.attr)
+                elif isinstance(node, ast.Call):
+                    self._arguments(node, defs)
+                elif isinstance(node, ast.If) and self.reads(node.test):
+                    self._assigned_under(node)
                 elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
                         isinstance(r, ast.Return) and r.value is not None and self.reads(r.value)
                         for r in ast.walk(node)):
@@ -65,14 +73,54 @@ class _Signals:
             if (len(self.names), len(self.attrs), len(self.funcs)) == before:
                 break
 
+    def _arguments(self, call: ast.Call, defs: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]) -> None:
+        """A signal passed to an own function or kernel (`k[grid](..., ON_GPU=x.is_cuda)`) is a signal inside it:
+        its parameter joins the names."""
+        f = call.func.value if isinstance(call.func, ast.Subscript) else call.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        d = defs.get(name or "")
+        if d is None:
+            return
+        params = [a.arg for a in (*d.args.posonlyargs, *d.args.args)]
+        if params and params[0] in ("self", "cls") and isinstance(f, ast.Attribute):
+            params = params[1:]
+        for i, a in enumerate(call.args):
+            if i < len(params) and self.taints(a):
+                self.names.add(params[i])
+        for kw in call.keywords:
+            if kw.arg is not None and self.taints(kw.value):
+                self.names.add(kw.arg)
+
+    def _assigned_under(self, node: ast.If) -> None:
+        """What a device branch assigns depends on the device (`if x.is_cuda: MODE = 1 else: MODE = 0`)."""
+        for stmt in (*node.body, *node.orelse):
+            for n in ast.walk(stmt):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target] \
+                    if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
+                for t in targets:
+                    for leaf in ast.walk(t):
+                        if isinstance(leaf, ast.Name) and isinstance(leaf.ctx, ast.Store):
+                            self.names.add(leaf.id)
+                        elif isinstance(leaf, ast.Attribute) and isinstance(leaf.ctx, ast.Store):
+                            self.attrs.add(leaf.attr)
+
+    def taints(self, expr: ast.AST) -> str | None:
+        """What `expr` reads that makes what holds it a signal (a constant chosen by one too: `BLOCK = 64 if x.is_cuda
+        else 1024` is judged where it is chosen, but a later branch on BLOCK is a branch on the device)."""
+        return self.reads(expr)
+
     def reads(self, expr: ast.AST) -> str | None:
         """The first device or interpreter read in `expr`, as source text; None where it reads none."""
         for n in ast.walk(expr):
-            if isinstance(n, ast.Attribute) and n.attr in _DEVICE_ATTRS | self.attrs or \
-                    isinstance(n, ast.Attribute) and n.attr == "type" and _names_a_device(n.value):
+            if isinstance(n, ast.Attribute) and n.attr in _DEVICE_ATTRS | self.attrs | self.names or \
+                    isinstance(n, ast.Attribute) and n.attr in ("type", "index") and _names_a_device(n.value):
                 return ast.unparse(n)
-            if isinstance(n, ast.Constant) and n.value == "TRITON_INTERPRET":
-                return "TRITON_INTERPRET"
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and \
+                    (_SETTING.fullmatch(n.value) or n.value in _DEVICE_ATTRS):  # getattr(x, "is_cuda")
+                return n.value
+            path = dotted(n, self.aliases) if isinstance(n, ast.Attribute) else None
+            if path is not None and path.startswith(_DEVICE_PATHS):
+                return path
             if isinstance(n, ast.Compare) and any(isinstance(c, ast.Constant) and isinstance(c.value, str) and
                                                   _DEVICE_WORDS.fullmatch(c.value) for c in ast.walk(n)):
                 return ast.unparse(n)
@@ -81,54 +129,32 @@ class _Signals:
                 own = n.func.id if isinstance(n.func, ast.Name) else n.func.attr \
                     if isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) and \
                     n.func.value.id in ("self", "cls") else None
-                if path in _DEVICE_QUERIES or own in self.funcs:
+                if own in self.funcs or isinstance(n.func, ast.Attribute) and n.func.attr == "get_device":
                     return ast.unparse(n)
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in self.names:
                 return n.id
         return None
 
 
+def _launchers(tree: ast.Module) -> set[str]:
+    """The module's functions and classes that launch a kernel, themselves or through others of them."""
+    defs = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    calls = {d.name: {c.func.id if isinstance(c.func, ast.Name) else c.func.attr if isinstance(c.func, ast.Attribute)
+                      else "[launch]" for c in ast.walk(d) if isinstance(c, ast.Call)
+                      and isinstance(c.func, (ast.Name, ast.Attribute, ast.Subscript))} for d in defs}
+    found = {name for name, called in calls.items() if "[launch]" in called}
+    for _ in range(_PASSES):
+        more = {name for name, called in calls.items() if called & found} - found
+        if not more:
+            break
+        found |= more
+    return found
+
+
 def _names_a_device(node: ast.AST) -> bool:
     """`x.device`, `device`, `dev` (the value whose `.type` is read)."""
     name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
     return "device" in name.lower() or name == "dev"
-
-
-def _work(nodes: list[ast.AST], aliases: dict[str, str], own: set[str]) -> set[str]:
-    """What a path does, by name: kernels launched, functions and methods called, own functions taken, return and
-    raise. Constants leave no trace, nor does plumbing (with its arguments: `triton.set_allocator(alloc_fn)`)."""
-    out: set[str] = set()
-    stack = list(nodes)
-    while stack:
-        n = stack.pop()
-        children: list[ast.AST] = list(ast.iter_child_nodes(n))
-        if isinstance(n, ast.Return):
-            out.add("return")
-        elif isinstance(n, ast.Raise):
-            out.add("raise")
-        elif isinstance(n, ast.Call):
-            f = n.func
-            path = dotted(f, aliases)
-            if isinstance(f, ast.Subscript):
-                out.add(f"launch {ast.unparse(f.value)}")
-                children = [f.slice, *n.args, *n.keywords]
-            elif path is not None:
-                if path.startswith(_PLUMBING):
-                    continue
-                out.add(path)
-            elif isinstance(f, ast.Name):
-                if f.id not in _BUILTINS:
-                    out.add(f.id)
-                children = [*n.args, *n.keywords]
-            elif isinstance(f, ast.Attribute) and f.attr not in _METADATA:
-                out.add(f".{f.attr}()")
-        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in own:
-            out.add(n.id)
-        elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and n.attr in own and \
-                isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"):
-            out.add(f"self.{n.attr}")
-        stack.extend(children)
-    return out
 
 
 def _at_import(node: ast.AST) -> bool:
@@ -140,45 +166,64 @@ def _at_import(node: ast.AST) -> bool:
     return True
 
 
-def _lasting(nodes: list[ast.AST], tree: ast.Module, aliases: dict[str, str], own: set[str]) -> set[str]:
-    """What an import-time path leaves behind: names it binds that code outside it reads (ModelNew always), with what
-    their values or bodies do; kernels it launches; names of the module's it mutates through a method."""
-    inside = {id(n) for top in nodes for n in ast.walk(top)}
-    read_outside = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                    and id(n) not in inside} | {"ModelNew"}
-    out: set[str] = set()
-    for top in nodes:
-        for n in ast.walk(top):
-            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
-                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
-                for name in (t.id for t in targets if isinstance(t, ast.Name) and t.id in read_outside):
-                    out.add(f"binds {name} to {sorted(_work([n.value], aliases, own))}")
-            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name in read_outside:
-                out.add(f"defines {n.name} doing {sorted(_work(list(n.body), aliases, own))}")
-            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript):
-                out.add(f"launch {ast.unparse(n.func.value)}")
-            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name) \
-                    and n.func.value.id in read_outside and n.func.value.id not in own and \
-                    n.func.value.id not in aliases and n.func.attr not in _METADATA:
-                out.add(f"{n.func.value.id}.{n.func.attr}()")
-    return out
+def _after(node: ast.AST) -> list[ast.AST]:
+    """The statements after `node` in its block."""
+    parent = getattr(node, "_parent", None)
+    for field in ("body", "orelse", "finalbody"):
+        block = getattr(parent, field, None)
+        if isinstance(block, list) and node in block:
+            return list(block[block.index(node) + 1:])
+    return []
 
 
-def _paths(node: ast.If | ast.IfExp) -> tuple[list[ast.AST], list[ast.AST]]:
-    """The two paths of a branch. An `if` without `else` whose body ends in return or raise: the statements after it
-    in the same block are the other path (`if not x.is_cuda: return torch.mean(x)` then the kernel)."""
+def _branches(node: ast.AST, signals: _Signals, aliases: dict[str, str],
+              own: set[str]) -> tuple[str, list[list[ast.AST]]] | None:
+    """(what it reads, its paths) where `node` chooses its path by the device or the interpreter: an `if` (without
+    `else`, a body that ends in return or raise has the statements after it as its other path), a conditional
+    expression, `and`/`or`, `while`, a `match`, a lookup indexed by one (`IMPLS[x.device.type]`); and a `try` whose
+    body reaches CUDA or launches a kernel (a GPU may fail where the interpreter did not, and take a handler)."""
+    read: str | None = None
+    if isinstance(node, (ast.If, ast.While)):
+        read = signals.reads(node.test)
+        other: list[ast.AST] = list(node.orelse)
+        if isinstance(node, ast.If) and not other and node.body and isinstance(node.body[-1], (ast.Return, ast.Raise)):
+            other = _after(node)
+        return (read, [list(node.body), other]) if read else None
     if isinstance(node, ast.IfExp):
-        return [node.body], [node.orelse]
-    body: list[ast.AST] = list(node.body)
-    orelse: list[ast.AST] = list(node.orelse)
-    if not orelse and node.body and isinstance(node.body[-1], (ast.Return, ast.Raise)):
-        parent = getattr(node, "_parent", None)
-        for field in ("body", "orelse", "finalbody"):
-            block = getattr(parent, field, None)
-            if isinstance(block, list) and node in block:
-                orelse = list(block[block.index(node) + 1:])
-                break
-    return body, orelse
+        read = signals.reads(node.test)
+        return (read, [[node.body], [node.orelse]]) if read else None
+    if isinstance(node, ast.BoolOp):
+        at = next((i for i, v in enumerate(node.values[:-1]) if signals.reads(v)), None)
+        return (signals.reads(node.values[at]) or "", [list(node.values[at + 1:]), []]) if at is not None else None
+    if isinstance(node, ast.Match):
+        read = signals.reads(node.subject)
+        cases: list[list[ast.AST]] = [list(c.body) for c in node.cases]
+        return (read, [*cases, []]) if read else None
+    lookup = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" and \
+        bool(node.args)  # IMPLS.get(x.device.type)
+    if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) or lookup:
+        container = node.func.value if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            else node.value if isinstance(node, ast.Subscript) else None
+        key = node.args[0] if isinstance(node, ast.Call) else node.slice if isinstance(node, ast.Subscript) else None
+        if container is None or key is None:
+            return None
+        read = signals.reads(key)
+        table = signals.tables.get(container.id) if isinstance(container, ast.Name) else container
+        if read and isinstance(table, (ast.Dict, ast.List, ast.Tuple)):
+            values = table.values if isinstance(table, ast.Dict) else table.elts
+            return read, [[v] for v in values]
+        return None
+    if isinstance(node, ast.Try) and node.handlers and not _at_import(node):
+        read = next((r for n in node.body if (r := signals.reads(n))), None)
+        read = read or next((p for n in node.body for c in ast.walk(n) if isinstance(c, ast.Call)
+                             and (p := dotted(c.func, aliases)) and p.startswith("torch.cuda.")), None)
+        read = read or next((w for w in sorted(work(list(node.body), aliases, own))
+                             if w.startswith("launch ") or w in signals.launchers), None)  # a kernel, or own code that does
+        # a handler that raises is a failure either way (the GPU run reports it), not another path
+        handlers: list[list[ast.AST]] = [list(h.body) for h in node.handlers
+                                         if not (h.body and isinstance(h.body[-1], ast.Raise))]
+        return (read, [list(node.body), *handlers]) if read and handlers else None
+    return None
 
 
 def cpu_cannot_judge(code: str) -> str | None:
@@ -195,21 +240,21 @@ def cpu_cannot_judge(code: str) -> str | None:
     signals = _Signals(tree, aliases)
     own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     for node in ast.walk(tree):
-        if not isinstance(node, (ast.If, ast.IfExp)):
+        found = _branches(node, signals, aliases, own)
+        if found is None:
             continue
-        read = signals.reads(node.test)
-        if read is None:
-            continue
-        a, b = _paths(node)
-        if _at_import(node):
-            wa, wb = _lasting(a, tree, aliases, own), _lasting(b, tree, aliases, own)
-        else:
-            wa, wb = _work(a, aliases, own), _work(b, aliases, own)
-        if wa != wb:
-            only = sorted(wa ^ wb)
+        read, paths = found
+        at_import = _at_import(node)
+        # `a and b`: what the later operands call (a condition's own operands compute nothing worth comparing)
+        shapes = [sorted(lasting(p, tree, aliases, own)) if at_import else sorted(work(p, aliases, own))
+                  if isinstance(node, ast.BoolOp) else shape(p, aliases) for p in paths]
+        if any(sh != shapes[0] for sh in shapes[1:]):
+            works = [lasting(p, tree, aliases, own) if at_import else work(p, aliases, own) for p in paths]
+            only = sorted({w.split(":")[0] for w in set().union(*works) - works[0].intersection(*works[1:])})
             shown = ", ".join(f"`{_clip(w)}`" for w in only[:3]) + (f" (+{len(only) - 3})" if len(only) > 3 else "")
-            return (f"line {node.lineno} branches on `{_clip(read)}` and its paths do different work ({shown} on one "
-                    "side only): CPU mode runs one path, a GPU the other; judge it on a GPU (--device cuda)")
+            what = f"do different work ({shown} on one side only)" if only else "compute differently"
+            return (f"line {getattr(node, 'lineno', 0)} branches on `{_clip(read)}` and its paths {what}: CPU mode "
+                    "runs one path, a GPU the other; judge it on a GPU (--device cuda)")
     return None
 
 
