@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 
-from agent.harness.gpupaths import lasting, shape, work
+from agent.harness.gpupaths import lasting, loads, shape, work
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import dotted
 
@@ -53,7 +53,7 @@ class _Signals:
             before = (len(self.names), len(self.attrs), len(self.funcs))
             for node in ast.walk(tree):
                 if isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None and \
-                        self.taints(node.value):
+                        self.reads(node.value):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     for t in targets:
                         if isinstance(t, ast.Subscript):  # MODE["gpu"] = ...: the table holds it
@@ -85,14 +85,16 @@ class _Signals:
         if params and params[0] in ("self", "cls") and isinstance(f, ast.Attribute):
             params = params[1:]
         for i, a in enumerate(call.args):
-            if i < len(params) and self.taints(a):
+            if i < len(params) and self.reads(a):
                 self.names.add(params[i])
         for kw in call.keywords:
-            if kw.arg is not None and self.taints(kw.value):
+            if kw.arg is not None and self.reads(kw.value):
                 self.names.add(kw.arg)
 
     def _assigned_under(self, node: ast.If) -> None:
-        """What a device branch assigns depends on the device (`if x.is_cuda: MODE = 1 else: MODE = 0`)."""
+        """What a device branch assigns depends on the device (`if x.is_cuda: MODE = 1 else: MODE = 0`), as what a
+        value read from one holds does (`BLOCK = 64 if x.is_cuda else 1024`: judged where it is chosen, but a later
+        branch on BLOCK is a branch on the device)."""
         for stmt in (*node.body, *node.orelse):
             for n in ast.walk(stmt):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target] \
@@ -103,11 +105,6 @@ class _Signals:
                             self.names.add(leaf.id)
                         elif isinstance(leaf, ast.Attribute) and isinstance(leaf.ctx, ast.Store):
                             self.attrs.add(leaf.attr)
-
-    def taints(self, expr: ast.AST) -> str | None:
-        """What `expr` reads that makes what holds it a signal (a constant chosen by one too: `BLOCK = 64 if x.is_cuda
-        else 1024` is judged where it is chosen, but a later branch on BLOCK is a branch on the device)."""
-        return self.reads(expr)
 
     def reads(self, expr: ast.AST) -> str | None:
         """The first device or interpreter read in `expr`, as source text; None where it reads none."""
@@ -228,17 +225,23 @@ def _branches(node: ast.AST, signals: _Signals, aliases: dict[str, str],
 
 def cpu_cannot_judge(code: str) -> str | None:
     """Why CPU mode cannot judge `code` (one line naming the branch and what only one of its paths does), or None.
-    `code` has passed the static policy."""
+    `code` has passed the static policy (its size and analysis time bounded there)."""
     try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError):
+        return _first_branch(ast.parse(code))
+    except (SyntaxError, ValueError):
         return None
+    except RecursionError:  # nesting the policy's own walk survived but this one's unparse did not: tell, never crash
+        return "the code nests too deep to tell whether its work depends on the device: judge it on a GPU"
+
+
+def _first_branch(tree: ast.Module) -> str | None:
     for parent in ast.walk(tree):
         for child in ast.iter_child_nodes(parent):
             child._parent = parent  # type: ignore[attr-defined]
     aliases = find_aliases(tree, _ROOTS)
     signals = _Signals(tree, aliases)
     own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    everywhere = loads([tree])
     for node in ast.walk(tree):
         found = _branches(node, signals, aliases, own)
         if found is None:
@@ -246,10 +249,10 @@ def cpu_cannot_judge(code: str) -> str | None:
         read, paths = found
         at_import = _at_import(node)
         # `a and b`: what the later operands call (a condition's own operands compute nothing worth comparing)
-        shapes = [sorted(lasting(p, tree, aliases, own)) if at_import else sorted(work(p, aliases, own))
+        shapes = [sorted(lasting(p, everywhere, aliases, own)) if at_import else sorted(work(p, aliases, own))
                   if isinstance(node, ast.BoolOp) else shape(p, aliases) for p in paths]
         if any(sh != shapes[0] for sh in shapes[1:]):
-            works = [lasting(p, tree, aliases, own) if at_import else work(p, aliases, own) for p in paths]
+            works = [lasting(p, everywhere, aliases, own) if at_import else work(p, aliases, own) for p in paths]
             only = sorted({w.split(":")[0] for w in set().union(*works) - works[0].intersection(*works[1:])})
             shown = ", ".join(f"`{_clip(w)}`" for w in only[:3]) + (f" (+{len(only) - 3})" if len(only) > 3 else "")
             what = f"do different work ({shown} on one side only)" if only else "compute differently"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections import Counter
 
 from agent.harness.names import dotted
 
@@ -64,12 +65,17 @@ def work(nodes: list[ast.AST], aliases: dict[str, str], own: set[str]) -> set[st
     return out
 
 
-def lasting(nodes: list[ast.AST], tree: ast.Module, aliases: dict[str, str], own: set[str]) -> set[str]:
-    """What an import-time path leaves behind: names it binds that code outside it reads (ModelNew always), with what
-    their values or bodies do; kernels it launches; names of the module's it mutates through a method."""
-    inside = {id(n) for top in nodes for n in ast.walk(top)}
-    read_outside = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                    and id(n) not in inside} | {"ModelNew"}
+def loads(nodes: list[ast.AST]) -> Counter[str]:
+    """How often each name is read in `nodes`."""
+    return Counter(n.id for top in nodes for n in ast.walk(top) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load))
+
+
+def lasting(nodes: list[ast.AST], everywhere: Counter[str], aliases: dict[str, str], own: set[str]) -> set[str]:
+    """What an import-time path leaves behind: names it binds that code outside it reads (`everywhere`: the module's
+    reads, counted; ModelNew always), with what their values or bodies do; kernels it launches; names of the
+    module's it mutates through a method."""
+    inside = loads(nodes)
+    read_outside = {name for name, count in everywhere.items() if count > inside[name]} | {"ModelNew"}
     out: set[str] = set()
     for top in nodes:
         for n in ast.walk(top):
