@@ -270,6 +270,7 @@ def test_a_reply_wrapped_in_an_outer_markdown_fence_is_read_inside_it():
     assert extract_code("````markdown\n" + inner + "````\n") == CODE
     assert extract_code("```md\n" + inner + "```\n") == CODE
     assert extract_code("\n````markdown\n" + inner) == CODE
+    assert extract_code("Sure, here it is:\n\n````markdown\n" + inner + "````\nAnything else?\n") == CODE
     assert extract_code("````markdown\nprose only\n````\n") is None
 
 

@@ -34,13 +34,14 @@ def unquoted(text: str) -> str | None:
     return _QUOTE.sub("", text)
 
 
-_WRAPPER = re.compile(r"\A\s*(`{3,}|~{3,})[ \t]*(?:markdown|md)[ \t]*\n", re.I)
+_WRAPPER = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*(?:markdown|md)[ \t]*\n", re.I | re.M)
 
 
 def unwrapped(text: str) -> str | None:
-    """The reply inside an outer fence tagged markdown that opens it: everything up to the last fence line that can
-    close it (the same character, at least as long; a cut-off reply runs to its end). None where none opens it."""
-    m = _WRAPPER.match(text)
+    """The reply inside an outer fence tagged markdown (the first one, after any line of prose): everything up to the
+    last fence line that can close it (the same character, at least as long; a cut-off reply runs to its end). None
+    where no such fence opens."""
+    m = _WRAPPER.search(text)
     if m is None:
         return None
     fence = m.group(1)
