@@ -256,8 +256,10 @@ def _first_branch(tree: ast.Module) -> str | None:
             only = sorted({w.split(":")[0] for w in set().union(*works) - works[0].intersection(*works[1:])})
             shown = ", ".join(f"`{_clip(w)}`" for w in only[:3]) + (f" (+{len(only) - 3})" if len(only) > 3 else "")
             what = f"do different work ({shown} on one side only)" if only else "compute differently"
-            return (f"line {getattr(node, 'lineno', 0)} branches on `{_clip(read)}` and its paths {what}: CPU mode "
-                    "runs one path, a GPU the other; judge it on a GPU (--device cuda)")
+            how = f"runs `{_clip(read)}` in a try whose handler is another path, and they" if isinstance(node, ast.Try) \
+                else f"branches on `{_clip(read)}` and its paths"
+            return (f"line {getattr(node, 'lineno', 0)} {how} {what}: CPU mode runs one path, a GPU may run the other; "
+                    "judge it on a GPU (--device cuda)")
     return None
 
 
