@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 import re
 
-from agent.harness.gpupaths import lasting, loads, shape, work
+from agent.harness.gpupaths import lasting, loads, plumbing, shape, work
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import dotted
 
@@ -92,13 +92,16 @@ class _Signals:
                 self.names.add(kw.arg)
 
     def _assigned_under(self, node: ast.If) -> None:
-        """What a device branch assigns depends on the device (`if x.is_cuda: MODE = 1 else: MODE = 0`), as what a
-        value read from one holds does (`BLOCK = 64 if x.is_cuda else 1024`: judged where it is chosen, but a later
-        branch on BLOCK is a branch on the device)."""
+        """A constant a device branch assigns depends on the device (`if x.is_cuda: MODE = 1 else: MODE = 0`), as
+        what a value read from one holds does (`BLOCK = 64 if x.is_cuda else 1024`: judged where it is chosen, but a
+        later branch on BLOCK is a branch on the device). A value computed there needs no mark: paths that compute
+        differently are the branch's own verdict, and the same computation on both gives the same value."""
         for stmt in (*node.body, *node.orelse):
             for n in ast.walk(stmt):
-                targets = n.targets if isinstance(n, ast.Assign) else [n.target] \
-                    if isinstance(n, (ast.AugAssign, ast.AnnAssign)) else []
+                if not isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)) or n.value is None or \
+                        not plumbing(n.value, self.aliases):
+                    continue
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
                 for t in targets:
                     for leaf in ast.walk(t):
                         if isinstance(leaf, ast.Name) and isinstance(leaf.ctx, ast.Store):
@@ -242,7 +245,7 @@ def _first_branch(tree: ast.Module) -> str | None:
     signals = _Signals(tree, aliases)
     own = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     everywhere = loads([tree])
-    for node in ast.walk(tree):
+    for node in sorted(ast.walk(tree), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
         found = _branches(node, signals, aliases, own)
         if found is None:
             continue

@@ -103,6 +103,9 @@ def plumbing(node: ast.AST, aliases: dict[str, str]) -> bool:
     if isinstance(node, ast.Call):
         path = dotted(node.func, aliases)
         return path is not None and path.startswith(_PLUMBING)
+    if isinstance(node, ast.Attribute) and (node.attr == "device" or
+                                            isinstance(node.value, ast.Attribute) and node.value.attr == "device"):
+        return True  # a tensor's device and what describes it (`x.device.index`)
     if isinstance(node, (ast.Attribute, ast.Subscript)):
         return plumbing(node.value, aliases)
     if isinstance(node, (ast.Tuple, ast.List)):
