@@ -369,11 +369,12 @@ def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Bes
 
 
 def _feedback(results: list[EvalResult]) -> list[Feedback]:
-    """Last iteration's failures, compactly: the harness's message is what a model needs to fix it."""
+    """Last iteration's failures, compactly: the harness's message is what a model needs to fix it (needs_gpu is no
+    failure: CPU mode could not judge the answer, there is nothing in it to fix)."""
     return [
         Feedback(candidate=f"#{i}", verdict=r.verdict, message=r.message.strip().splitlines()[0][:300] if r.message else "")
         for i, r in enumerate(results, start=1)
-        if r.verdict != Verdict.CORRECT
+        if r.verdict.failed
     ][:6]
 
 

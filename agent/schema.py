@@ -154,6 +154,15 @@ class Verdict(StrEnum):
     TIMEOUT = "timeout"
     INCORRECT = "incorrect"
     CORRECT = "correct"
+    # CPU mode cannot judge it: its work depends on the device or the interpreter (a branch on `x.is_cuda` or
+    # TRITON_INTERPRET whose paths differ, a CUDA assert): neither correct nor a failure of the answer; on a GPU it is
+    # judged as any other (agent.harness.gpuonly)
+    NEEDS_GPU = "needs_gpu"
+
+    @property
+    def failed(self) -> bool:
+        """A failure of the answer (what a next prompt is told to fix): neither correct nor needs_gpu."""
+        return self not in (Verdict.CORRECT, Verdict.NEEDS_GPU)
 
 
 class Check(Model):

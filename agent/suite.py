@@ -41,6 +41,7 @@ class ClockSummary(Model):
 class SuiteSummary(Model):
     answers: int
     correct: int
+    needs_gpu: int = 0  # answers CPU mode could not judge: counted apart, in neither the correct nor the failed
     fraction_correct: float
     verdicts: dict[str, int]
     device: ClockSummary
@@ -48,8 +49,10 @@ class SuiteSummary(Model):
 
 
 def summarize(results: list[EvalResult]) -> SuiteSummary:
-    """Counts, fractions and geometric means over `results` (fractions over all answers, means over correct ones)."""
-    n = len(results)
+    """Counts, fractions and geometric means over `results` (fractions over the answers judged, means over correct
+    ones): an answer CPU mode could not judge (needs_gpu) is counted apart."""
+    unjudged = sum(r.verdict == Verdict.NEEDS_GPU for r in results)
+    n = len(results) - unjudged
     correct = [r for r in results if r.verdict == Verdict.CORRECT]
     verdicts: dict[str, int] = {}
     for r in results:
@@ -70,7 +73,8 @@ def summarize(results: list[EvalResult]) -> SuiteSummary:
             faster_than_eager=sum(x > 1 for x in eager) / n if n and timed["eager"] else None,
             faster_than_compile=sum(x > 1 for x in compiled) / n if n and timed["compile"] else None,
             geomean_vs_eager=_geomean(eager), geomean_vs_compile=_geomean(compiled))
-    return SuiteSummary(answers=n, correct=len(correct), fraction_correct=len(correct) / n if n else 0.0,
+    return SuiteSummary(answers=len(results), correct=len(correct), needs_gpu=unjudged,
+                        fraction_correct=len(correct) / n if n else 0.0,
                         verdicts=verdicts, device=clocks["device"], latency=clocks["latency"])
 
 

@@ -263,6 +263,17 @@ def test_an_answer_inside_a_blockquote_is_read_without_its_markers():
     compile(code, "candidate", "exec")
 
 
+def test_a_reply_wrapped_in_an_outer_markdown_fence_is_read_inside_it():
+    """A whole reply inside ````markdown (4 backticks: its own ``` fences nest) is a document shown as one (was:
+    no_code); with 3 backticks the outer fence closes at its last bare fence line; a cut-off wrapper runs to the end."""
+    inner = "Here is the kernel.\n\n" + fenced(CODE) + "\nIt fuses the pools.\n"
+    assert extract_code("````markdown\n" + inner + "````\n") == CODE
+    assert extract_code("```md\n" + inner + "```\n") == CODE
+    assert extract_code("\n````markdown\n" + inner) == CODE
+    assert extract_code("Sure, here it is:\n\n````markdown\n" + inner + "````\nAnything else?\n") == CODE
+    assert extract_code("````markdown\nprose only\n````\n") is None
+
+
 def test_a_diff_whose_new_side_is_the_whole_file_is_that_file():
     """A reply as a unified diff: a new file (--- /dev/null) or hunks covering every line is the file (was: no_code);
     hunks with gaps need the text they patch, which the reply lacks: no code, and the message says it is a diff."""

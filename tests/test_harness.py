@@ -287,6 +287,22 @@ def test_cli_eval_of_a_folder_judges_every_answer_and_summarizes_like_a_benchmar
     assert "than torch.compile – of answers" in table.stdout
 
 
+@pytest.mark.slow
+def test_cli_eval_counts_answers_cpu_mode_cannot_judge_apart(tmp_path):
+    """needs_gpu (Triton only under the interpreter) is neither correct nor failed: the fraction is over the answers
+    judged, and the summary says how many need a GPU."""
+    for name in ("correct.py", "interpreter_only_triton.py"):
+        (tmp_path / name).write_text((CANDIDATES / name).read_text())
+    r = agent("eval", str(tmp_path), "--device", "cpu", "--json", "--cache-dir", str(tmp_path / "cache"))
+    out = json.loads(r.stdout)
+    assert [x["verdict"] for x in out["results"]] == ["correct", "needs_gpu"]
+    s = out["summary"]
+    assert (s["answers"], s["correct"], s["needs_gpu"], s["fraction_correct"]) == (2, 1, 1, 1.0)
+    table = agent("eval", str(tmp_path), "--device", "cpu", "--cache-dir", str(tmp_path / "cache"))
+    assert "correct: 1/1 (100 %)" in table.stdout and "1 not judged" in table.stdout, table.stdout
+    assert r.returncode == table.returncode == 3  # 0 only when every answer is known to be correct
+
+
 def test_cli_eval_of_an_answer_that_is_not_utf8_names_it_in_one_line(tmp_path):
     answer = tmp_path / "latin1.py"
     answer.write_bytes("# -*- coding: latin-1 -*-\n# café\n".encode("latin-1") + (CANDIDATES / "correct.py").read_bytes())

@@ -114,10 +114,12 @@ def test_assigning_into_own_tensors_is_not_monkeypatching():
     assert rules_of("def f(x):\n    out = torch.empty_like(x)\n    out[0] = 1\n    out.data = x\n    return out\n") == set()
 
 
-@pytest.mark.parametrize("line", ["torch.backends.cudnn.allow_tf32 = True", "torch.backends.cuda.matmul.allow_tf32 = True",
-                                  "import torch.backends.cudnn as cudnn\ncudnn.benchmark = False",
+@pytest.mark.parametrize("line", ["def f():\n    torch.backends.cudnn.allow_tf32 = True",
+                                  "torch.backends.cuda.matmul.allow_tf32 = True",
+                                  "import torch.backends.cudnn as cudnn\ndef f():\n    cudnn.benchmark = False",
                                   "torch.backends.cudnn.benchmark = flag", "a = torch.backends.cudnn.benchmark = True",
-                                  "torch.backends.cudnn.deterministic = False",
+                                  "class M:\n    torch.backends.cudnn.deterministic = False",
+                                  "torch.backends.cudnn.allow_tf32 = 1", "torch.backends.cudnn.enabled = False",
                                   "torch.backends.cudnn.allow_tf32 = torch.backends.cudnn.benchmark = False",
                                   "torch.backends.cudnn.conv.fp32_precision = 'ieee'",
                                   "torch.set_float32_matmul_precision('high')", "torch.set_float32_matmul_precision(p)",
@@ -147,6 +149,19 @@ def test_tf32_off_and_deterministic_cudnn_are_allowed_the_worker_puts_the_defaul
     """Honest answers turn TF32 off (or name the default precision) "to match the fp32 reference": one value per flag,
     the one away from the default or the default itself, so nothing a forward sets can be set back before the flags
     are compared (tests/test_harness.py::test_tf32_off_at_import_is_undone_and_refused_when_forward_sets_it)."""
+    assert rules_of(line) == set()
+
+
+@pytest.mark.parametrize("line", ["torch.backends.cudnn.allow_tf32 = True",
+                                  "import torch.backends.cudnn as cudnn\ncudnn.benchmark = False",
+                                  "torch.backends.cudnn.deterministic = False", "torch.backends.cudnn.enabled = True",
+                                  "torch.backends.cuda.matmul.allow_tf32 = False",
+                                  "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True",
+                                  "if torch.cuda.is_available():\n    torch.backends.cudnn.allow_tf32 = True"])
+def test_a_flag_set_to_its_default_at_import_is_no_change(line):
+    """PyTorch's own default, written out at import (nothing runs after it but the harness, which compares the flags):
+    allowed. In a def or a class body it is refused (a forward could set a flag away and back around its operators:
+    test_rejects_changing_torch_backend_flags), and any other value is refused anywhere."""
     assert rules_of(line) == set()
 
 
@@ -809,3 +824,65 @@ def test_parametrize_is_reachable_by_its_listed_paths_only():
                     "import torch.nn.utils\n", "from torch.nn.utils import rnn\n",
                     "import torch\ntorch.nn.utils.clip_grad_norm_(p, 1.0)\n"):
         assert rules_of(refused), refused
+
+
+@pytest.mark.parametrize("line", ["class M(nn.Module):\n    def __init__(self, w):\n        super().__init__()\n"
+                                  "        fan_in, _ = nn.init._calculate_fan_in_and_fan_out(w)",
+                                  "from torch.nn.init import _calculate_correct_fan\nfan = _calculate_correct_fan(w, 'fan_in')",
+                                  "from torch.nn import init\nfan = init._calculate_fan_in_and_fan_out(w)",
+                                  "from torch.nn.modules.utils import _pair, _single, _triple\nk = _pair(3)",
+                                  "k = torch.nn.modules.utils._triple(3)"])
+def test_listed_private_helpers_that_compute_from_their_arguments_are_allowed(line):
+    """nn.Linear's own init, copied by LLMs (11 % of one public set of real answers), and the tuple helpers."""
+    assert rules_of(line) == set()
+
+
+@pytest.mark.parametrize("line", ["torch._C._set_cudnn_allow_tf32(False)",
+                                  "from torch.nn.modules.utils import _reverse_repeat_tuple",
+                                  "g = nn.init._calculate_fan_in_and_fan_out.__globals__",
+                                  "g = nn.init._calculate_fan_in_and_fan_out._x",
+                                  "nn.init._no_grad_uniform_(w, 0, 1)", "from torch.nn.modules import conv"])
+def test_private_paths_not_listed_stay_refused(line):
+    assert rules_of(line) & {"escape", "import"}
+
+
+@pytest.mark.parametrize("line", ["import triton.testing\nif __name__ == '__main__':\n    triton.testing.do_bench(f)",
+                                  "import triton.testing as tt\nif __name__ == '__main__':\n    tt.do_bench(f)",
+                                  "from triton.testing import do_bench\nif __name__ == '__main__':\n    do_bench(f)",
+                                  "from triton import testing\nif __name__ == '__main__':\n    testing.do_bench(f)"])
+def test_triton_testing_may_be_imported_for_the_main_guarded_benchmark(line):
+    assert rules_of(line) == set()
+
+
+@pytest.mark.parametrize("line", ["import triton.testing\nms = triton.testing.do_bench(f)",
+                                  "import triton.testing as tt\ndef g():\n    return tt.do_bench(f)",
+                                  "import triton.testing as tt\nbench = tt", "import triton.testing as tt\nh(tt)",
+                                  "from triton.testing import do_bench\nms = do_bench(f)",
+                                  "from triton.testing import do_bench as b\nx = [b]",
+                                  "import triton.testing as tt\nb = getattr(tt, 'do_bench')",
+                                  "import triton.testing\nx = triton.testing.os"])
+def test_triton_testing_used_outside_the_main_guard_is_refused(line):
+    assert "escape" in rules_of(line)
+
+
+def test_a_load_inside_a_store_runs_before_it():
+    """Python evaluates a call's arguments first: `tl.store(p, tl.load(p) * s)` loads, then stores (in place), as
+    its two-statement spelling does; a load of what an earlier statement stored is still a round trip."""
+    one_line = """
+        @triton.jit
+        def scale(p, s, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(p + offs, tl.load(p + offs, mask=offs < n) * s, mask=offs < n)
+        """
+    assert rules_of(one_line, FUSION) == set()
+    assert rules_of(one_line.replace("tl.store(p + offs, tl", "tl.store(p + offs, s); tl.store(p + offs, tl"),
+                    FUSION) == {"stage-store-then-load"}
+    later = """
+        @triton.jit
+        def scale(p, s, n, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            if n > 0:
+                tl.store(p + offs, s)
+            v = tl.load(p + offs)
+        """
+    assert rules_of(later, FUSION) == {"stage-store-then-load"}

@@ -59,3 +59,12 @@ def test_a_baseline_no_answer_was_timed_against_has_no_fraction():
 def test_no_correct_answer_has_no_mean():
     s = summarize([result(Verdict.TIMEOUT)])
     assert s.correct == 0 and s.device.geomean_vs_eager is None and s.device.faster_than_eager == 0.0
+
+
+def test_answers_cpu_mode_could_not_judge_are_counted_apart():
+    """needs_gpu is neither correct nor a failure: the fractions are over the answers judged."""
+    s = summarize([result(Verdict.CORRECT, 2.0, 0.5), result(Verdict.INCORRECT), result(Verdict.NEEDS_GPU),
+                   result(Verdict.NEEDS_GPU)])
+    assert (s.answers, s.correct, s.needs_gpu, s.fraction_correct) == (4, 1, 2, 0.5)
+    assert s.device.faster_than_eager == 0.5
+    assert summarize([result(Verdict.NEEDS_GPU)]).fraction_correct == 0.0

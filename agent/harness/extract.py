@@ -138,7 +138,8 @@ def extract_code(text: str, nested: bool = False) -> str | None:
     if not text.strip():
         return None
     code = _markdown_code(text if _parses(text) else xmlreply.as_markdown(text))
-    for shape in (replyshapes.before_lone_close, replyshapes.unquoted, replyshapes.diff_new_side):
+    for shape in (replyshapes.before_lone_close, replyshapes.unquoted, replyshapes.diff_new_side,
+                  replyshapes.unwrapped):
         if code is None and not nested and (other := shape(text)) is not None:
             code = extract_code(other, nested=True)
     if code is None and not nested:

@@ -3,7 +3,8 @@ never a verdict: the parent checks that every trial it asked for came back (and 
 itself, applies the run-time rules, checks the timed calls it sampled, and bounds the timing by physics.
 
 Order, first match wins: wrong outputs (incorrect, even where the worker later crashed or hung) -> changes to
-torch/triton/the harness at run time (rule_violation) -> timeout -> a dead process -> the candidate's exception ->
+torch/triton/the harness at run time (rule_violation) -> timeout -> a dead process -> the candidate's exception (in
+CPU mode one that says it requires CUDA: needs_gpu) ->
 trials missing or invented -> run-time rules -> wrong timed calls (incorrect) -> timing rules -> correct.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent.harness import rules
+from agent.harness import gpuonly, rules
 from agent.harness.job import Device, TrialSpec, WorkerResult
 from agent.harness.limit import Limit
 from agent.harness.sandbox import SandboxResult
@@ -57,6 +58,9 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     if res.error is not None:
         result.verdict = Verdict.COMPILE_ERROR if res.error.kind == "compile_error" else Verdict.RUNTIME_ERROR
         result.message = f"{_phase_words(res.error.phase)}: {res.error.message}"
+        if device == "cpu" and gpuonly.cuda_required(res.error.message):
+            result.verdict = Verdict.NEEDS_GPU
+            result.message = f"CPU mode cannot judge this answer: it requires CUDA ({result.message}); judge it on a GPU"
         return
     passes = max(1, res.config_passes)
     if invented or len(res.trials) != len(trials) * passes or len(outputs) != len(res.trials) or \

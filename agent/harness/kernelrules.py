@@ -72,7 +72,7 @@ def store_then_load(c: Reporter, found: list[ast.FunctionDef]) -> None:
     for k in found:
         keys = PointerKeys(k, c.tick)
         stores: list[tuple[ast.Call, int]] = []
-        for node in ast.walk(k):
+        for node in _in_evaluation_order(k):
             if isinstance(node, ast.Call):
                 fn = dotted(node.func, c.aliases)
                 if fn in (f"{_TL}.store", f"{_TL}.load", f"{_TL}.core.store", f"{_TL}.core.load"):
@@ -83,12 +83,28 @@ def store_then_load(c: Reporter, found: list[ast.FunctionDef]) -> None:
                     if fn.endswith("store"):
                         stores.append((node, key))
                     else:
-                        hit = next((s for s, sk in stores if sk == key and _before(s, node)), None)
+                        hit = next((s for s, sk in stores if sk == key), None)
                         if hit is not None:
                             c.add(node, "stage-store-then-load", f"kernel `{k.name}` loads back the value it stored at "
                                   f"line {hit.lineno} (same address): an intermediate round trip through memory — keep "
                                   "it in registers")
 
 
-def _before(a: ast.AST, b: ast.AST) -> bool:
-    return (a.lineno, a.col_offset) < (b.lineno, b.col_offset)  # type: ignore[attr-defined]
+def _in_evaluation_order(fn: ast.FunctionDef) -> list[ast.AST]:
+    """The nodes of a function's body in the order Python evaluates them, straight through (each loop body once): a
+    call after its arguments, so `tl.store(p, tl.load(p) * s)` loads before it stores, as its two-statement spelling
+    does (was: source position, which read that line as store-then-load). An assignment's value comes before its
+    targets. Iterative: a deep expression costs no recursion."""
+    out: list[ast.AST] = []
+    stack: list[tuple[ast.AST, bool]] = [(stmt, False) for stmt in reversed(fn.body)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded:
+            out.append(node)
+            continue
+        stack.append((node, True))
+        children = list(ast.iter_child_nodes(node))
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            children = [node.value] + [ch for ch in children if ch is not node.value]
+        stack.extend((ch, False) for ch in reversed(children))
+    return out

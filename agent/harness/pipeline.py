@@ -22,7 +22,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.errors import HarnessError
-from agent.harness import extract, kernelbench, policy
+from agent.harness import extract, gpuonly, kernelbench, policy
 from agent.harness.cache import salted
 from agent.harness.job import (
     Device,
@@ -144,6 +144,10 @@ def _static(req: EvalRequest, device: Device) -> EvalResult | tuple[str, list[st
         shown = "; ".join(str(v) for v in violations[:6])
         more = f" (+{len(violations) - 6} more)" if len(violations) > 6 else ""
         return EvalResult(verdict=Verdict.RULE_VIOLATION, message=shown + more, code=code, kernels=kernels, device=device)
+    unjudged = gpuonly.cpu_cannot_judge(code) if device == "cpu" else None
+    if unjudged is not None:
+        return EvalResult(verdict=Verdict.NEEDS_GPU, message=f"CPU mode cannot judge this answer: {unjudged}",
+                          code=code, kernels=kernels, device=device)
     return code, kernels
 
 

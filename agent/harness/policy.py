@@ -59,6 +59,9 @@ class _Data(BaseModel):
     module_api: dict[str, list[str]]
     module_paths: dict[str, list[str]]
     builtins: set[str]
+    private_paths: set[str]
+    guarded_imports: list[str]
+    flag_defaults: dict[str, bool]
     forbidden: dict[str, str]
     forbidden_attributes: dict[str, str]
     denied_attribute_modules: list[str]
@@ -124,12 +127,15 @@ class _Checker:
             module = node.module or ""
             if environ.importable(module, [a.name for a in node.names]):
                 return  # `from os import environ`: each use is judged by environ.environment_uses
+            if _guarded(module) or all(_guarded(f"{module}.{a.name}") for a in node.names):
+                return  # `from triton.testing import do_bench`: each use of the names is judged by `name`
             # `from triton.runtime import driver` (Triton's tutorials): a package on the way to a listed triton path,
             # each name then judged as that path
             on_the_way = module.startswith("triton.") and any(a.startswith(module + ".") for a in _data().triton_api)
             on_the_way |= module in _data().module_paths  # `from torch.jit import ignore`: each name judged as a path
             # `from torch.nn.utils import parametrize`: a package on the way to an allowed module with listed paths
             on_the_way |= any(m.startswith(module + ".") and reach.allowed(m) for m in _data().module_paths)
+            on_the_way |= any(p.startswith(module + ".") for p in _data().private_paths)  # torch.nn.modules.utils
             if not reach.allowed(module) and not on_the_way:
                 self.add(node, "import", f"import of `{module}` is not allowed (a kernel module may import: {allowed_list})")
                 return
@@ -140,6 +146,8 @@ class _Checker:
                     return
             return
         for a in node.names:
+            if _guarded(a.name):
+                continue  # its uses are judged where they are (`name`, `path`): none outside the main guard
             if not reach.allowed(a.name) and not environ.importable(a.name):
                 self.add(node, "import", f"import of `{a.name}` is not allowed (a kernel module may import: {allowed_list})")
                 return
@@ -159,8 +167,11 @@ class _Checker:
     def path(self, node: ast.AST, path: str) -> bool:
         """Check one resolvable dotted path; False when it was refused."""
         d = _data()
-        if _default_precision_call(node, path):
-            return True
+        if _default_precision_call(node, path) or path in d.private_paths:
+            return True  # a listed private helper, by its exact path (nothing under it: `.__wrapped__`, ...)
+        if _guarded(path):
+            self.add(node, "escape", f"`{path}`: {_GUARDED_WHY}")
+            return False
         for prefix, rule in d.forbidden.items():
             if path == prefix or path.startswith(prefix + "."):
                 self.add(node, rule, f"`{prefix}`: {_WHY.get(rule, 'not allowed in a kernel module')}")
@@ -266,6 +277,10 @@ class _Checker:
         """getattr only called by its name: passed around (an alias, functools.reduce, map, a default argument) it
         reads any attribute with a name the check never sees."""
         parent = getattr(node, "_parent", None)
+        held = self.aliases.get(node.id)
+        if held is not None and _guarded(held) and isinstance(node.ctx, ast.Load) and \
+                not (isinstance(parent, ast.Attribute) and parent.value is node):  # an attribute's path is judged
+            self.add(node, "escape", f"`{held}`: {_GUARDED_WHY}")
         if node.id == "getattr" and isinstance(node.ctx, ast.Load) and \
                 not (isinstance(parent, ast.Call) and parent.func is node):
             self.add(node, "escape", "`getattr` may only be called directly, with the attribute's name as a string "
@@ -336,6 +351,15 @@ class _Checker:
             self.add(node, "backend-flags", f"`{path}(...)` changes PyTorch's backend flags: not allowed")
 
 
+_GUARDED_WHY = "a benchmark's module, used only by the self-test under `if __name__ == \"__main__\":` (a kernel \
+module never times itself)"
+
+
+def _guarded(path: str) -> bool:
+    """`path` is a module an answer may import for its main-guarded self-test, or something under one."""
+    return any(path == m or path.startswith(m + ".") for m in _data().guarded_imports)
+
+
 def _lone_decorator(node: ast.Call) -> bool:
     """`node` (one positional argument, no keywords) is the only decorator of a def: what it copies lands on the
     candidate's own function, never on a tensor or a kernel object (a second decorator could be triton.jit)."""
@@ -382,11 +406,28 @@ _DEFAULT_PRECISION = ("torch.set_float32_matmul_precision", "highest")
 
 def _speed_flag_on(node: ast.AST, target: ast.expr, aliases: dict[str, str]) -> bool:
     """`flag = value` (or `flag = other_flag = value`) where every target is a speed flag and value is its one allowed
-    value (`a = flag = True` binds a name to the flag's value: not a flag's line)."""
+    value (`a = flag = True` binds a name to the flag's value: not a flag's line), or, at import, where every target
+    is a flag and value its default (no change: [flag_defaults] in policy.toml)."""
     if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)):
         return False
     paths = [dotted(t, aliases) if isinstance(t, ast.Attribute) else None for t in node.targets]
-    return target in node.targets and all(p in _SPEED_FLAGS and node.value.value is _SPEED_FLAGS[p] for p in paths)
+    if target not in node.targets:
+        return False
+    if all(p in _SPEED_FLAGS and node.value.value is _SPEED_FLAGS[p] for p in paths):
+        return True
+    defaults = _data().flag_defaults
+    return _at_import(node) and all(p in defaults and node.value.value is defaults[p] for p in paths)
+
+
+def _at_import(node: ast.AST) -> bool:
+    """`node` runs only while the module is imported: no def, lambda or class encloses it (after the import the worker
+    puts the speed flags back, and a flag left at its default needs nothing put back)."""
+    parent = getattr(node, "_parent", None)
+    while parent is not None:
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        parent = getattr(parent, "_parent", None)
+    return True
 
 
 def _default_precision_call(node: ast.AST, path: str) -> bool:

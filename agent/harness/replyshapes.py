@@ -4,6 +4,8 @@
   the code, a lone closing fence, then notes; the fence rules read that closing line as an opening one.
 - quoted: the whole answer, fences included, inside a markdown blockquote (every line opening with `>`).
 - a unified diff whose new side is the whole file.
+- wrapped: the whole reply inside one fence tagged markdown (````` ````markdown `````, as a chat window shows a
+  document), its own fences nested in it.
 - a closing fence glued to the end of the last code line (used by the fence rules themselves).
 """
 
@@ -30,6 +32,22 @@ def unquoted(text: str) -> str | None:
     if not re.search(r"^[ \t]{0,3}> ?[ \t]*(`{3,}|~{3,})", text, re.M):
         return None
     return _QUOTE.sub("", text)
+
+
+_WRAPPER = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*(?:markdown|md)[ \t]*\n", re.I | re.M)
+
+
+def unwrapped(text: str) -> str | None:
+    """The reply inside an outer fence tagged markdown (the first one, after any line of prose): everything up to the
+    last fence line that can close it (the same character, at least as long; a cut-off reply runs to its end). None
+    where no such fence opens."""
+    m = _WRAPPER.search(text)
+    if m is None:
+        return None
+    fence = m.group(1)
+    closes = [c for c in _BARE_FENCE.finditer(text, m.end())
+              if c.group(1)[0] == fence[0] and len(c.group(1)) >= len(fence)]
+    return text[m.end():closes[-1].start()] if closes else text[m.end():]
 
 
 _DIFF_BLOCK = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*(diff|patch|udiff)\b[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", re.S | re.M | re.I)

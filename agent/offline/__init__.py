@@ -138,7 +138,7 @@ class OfflineProposer:
         self._stage, self._code, self._profile = stage, code or "", profile
         for r in results:
             v = self.variant_of(r.code or "")
-            if v is not None and r.verdict != Verdict.CORRECT:
+            if v is not None and r.verdict.failed:
                 self._failed[v.family] = self._failed.get(v.family, 0) + 1
                 log.info("offline: %s variant %s failed (%s)", v.family, v.params(), r.verdict)
 
@@ -155,7 +155,7 @@ class OfflineProposer:
             if v is None:
                 continue
             self._tried.add(v.key)
-            if m.verdict != Verdict.CORRECT:
+            if m.verdict.failed:
                 self._failed[v.family] = self._failed.get(v.family, 0) + 1
             if m.candidate == parent:
                 self._parent = v

@@ -10,6 +10,7 @@ VERDICT_STYLE = {
     "correct": "bold green",
     "incorrect": "yellow",
     "timeout": "magenta",
+    "needs_gpu": "cyan",  # not judged (CPU mode cannot): neither correct nor a failure
 }
 
 

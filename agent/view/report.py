@@ -225,7 +225,7 @@ def _failures(cands: list[Candidate]) -> list[dict[str, str]]:
 
     return [{"id": c.id, "iteration": str(c.iteration), "stage": c.stage, "verdict": str(c.result.verdict),
              "message": first_line(c.result.message), "full": c.result.message}
-            for c in cands if c.result.verdict != Verdict.CORRECT]
+            for c in cands if c.result.verdict.failed]
 
 
 def _stages(iterations: list[IterationRecord]) -> list[dict[str, Any]]:

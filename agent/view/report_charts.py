@@ -19,6 +19,7 @@ from agent.view.runs import short_candidate_id
 VERDICT_COLOURS = {
     "correct": "#2e9e44", "incorrect": "#e8a21a", "timeout": "#9b59b6", "rule_violation": "#d62728",
     "runtime_error": "#8c2d19", "compile_error": "#b5651d", "syntax_error": "#e377c2", "no_code": "#8c8c8c",
+    "needs_gpu": "#17becf",
 }
 CLOCK_STYLE = {"device": "solid", "latency": "dash"}
 ROOFLINE_HEIGHT = 520  # px: a run's kernels sit close together; the room spreads them (and their numbers) apart

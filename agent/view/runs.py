@@ -303,7 +303,7 @@ def _verdict_parts(r: EvalResult) -> list[RenderableType]:
     parts: list[RenderableType] = []
     if r.message:
         parts.append(Panel(Text(r.message), title="message", title_align="left",
-                           border_style="green" if r.verdict == "correct" else "red"))
+                           border_style={"correct": "green", "needs_gpu": "cyan"}.get(r.verdict, "red")))
     if r.checks:
         parts.append(checks_table(r))
     if r.timing is not None:

@@ -37,8 +37,10 @@ def suite_view(files: list[Path], results: list[EvalResult], summary: SuiteSumma
                       fmt_x(getattr(t, f"{objective}_speedup_vs_eager") if t else None),
                       fmt_x(getattr(t, f"{objective}_speedup_vs_compile") if t else None),
                       "" if r.verdict.value == "correct" else r.message[:160])
-    lines = [Text(f"correct: {summary.correct}/{summary.answers} ({100 * summary.fraction_correct:.0f} %) · " +
-                  ", ".join(f"{k} {v}" for k, v in sorted(summary.verdicts.items())))]
+    judged = summary.answers - summary.needs_gpu
+    apart = f" · {summary.needs_gpu} not judged: CPU mode cannot, they need a GPU" if summary.needs_gpu else ""
+    lines = [Text(f"correct: {summary.correct}/{judged} ({100 * summary.fraction_correct:.0f} %) · " +
+                  ", ".join(f"{k} {v}" for k, v in sorted(summary.verdicts.items()) if k != "needs_gpu") + apart)]
     for clock, s in (("device", summary.device), ("latency", summary.latency)):
         lines.append(_clock_line(clock, s))
     unmeasured = sorted({r.timing.energy_note for r in results if r.timing is not None and r.timing.energy_mj is None})
