@@ -143,7 +143,9 @@ def run(args: argparse.Namespace) -> int:
     calls = wiring.CallLog(a.store, a.run_id)
     proposer = wiring.build_proposer(a, calls)
     mode: Mode = "quiet" if args.quiet else "json" if args.json else "auto"
-    if a.run_id is None and not a.store.exists():  # say where, so later commands (and the user) find it again
+    # A store that was not named (--root) is created where it was found or configured: say where, once, so the user
+    # (and commands run from elsewhere) can find it again.
+    if a.run_id is None and args.store_root.source != "--root" and not a.store.exists():
         from agent.view import console
 
         where = root.resolve()
