@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "and say whether it is identical to the prompt that was sent.")
     p.add_argument("run", metavar="RUN_ID", help="a run id (a unique prefix is enough)")
     p.add_argument("--root", type=Path, default=None, metavar="DIR",
-                   help="directory holding candidates/ (default: the config's store.root, else the nearest folder at or above here holding one, else .)")
+                   help="directory holding candidates/ (default: the config's store.root, else the nearest folder "
+                        "at or above here holding one, else .)")
     p.add_argument("--format", choices=("table", "json", "prompt"), default="table", help="output format (default: table)")
     p.set_defaults(func=prompts_command)
 
@@ -78,8 +79,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "json", "prompt", "diagnosis", "sass"), default="table",
-                   help="output format (default: table); diagnosis: the findings by estimated gain, largest first, those without one after; sass: the "
-                        "kernels' SASS with executed counts and warp samples (full-set reports)")
+                   help="output format (default: table); diagnosis: the findings by estimated gain, largest first, "
+                        "those without one after; sass: the kernels' SASS with executed counts and warp samples "
+                        "(full-set reports)")
     p.add_argument("--stage", default=DEFAULT_STAGE, metavar="S", help=f"stage whose metrics to show (default: {DEFAULT_STAGE})")
     p.add_argument("--diff", type=Path, metavar="B.ncu-rep", help="compare with this report: before=REPORT, after=B")
 

@@ -64,7 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(a running round finishes; with --resume: change it)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run")
     p.add_argument("--root", type=Path, default=None, metavar="DIR",
-                   help="directory holding candidates/ and profiles/ (default: the config's store.root, else the nearest folder at or above here holding one, else .)")
+                   help="directory holding candidates/ and profiles/ (default: the config's store.root, else the "
+                        "nearest folder at or above here holding one, else .)")
     where = p.add_mutually_exclusive_group()  # agent.scale: evaluate on several GPUs / a Ray cluster
     where.add_argument("--gpus", metavar="all|0,1,...", help="one evaluation worker per GPU of this host")
     where.add_argument("--cluster", metavar="ray://HOST:PORT|auto|local",
@@ -143,15 +144,8 @@ def run(args: argparse.Namespace) -> int:
     calls = wiring.CallLog(a.store, a.run_id)
     proposer = wiring.build_proposer(a, calls)
     mode: Mode = "quiet" if args.quiet else "json" if args.json else "auto"
-    # A store that was not named (--root) is created where it was found or configured: say where, once, so the user
-    # (and commands run from elsewhere) can find it again.
-    if a.run_id is None and args.store_root.source != "--root" and not a.store.exists():
-        from agent.view import console
-
-        where = root.resolve()
-        console(stderr=True).print(f"new store in {where} (candidates/, profiles/): commands run there or in a "
-                                   f"folder below find it; elsewhere give --root {where}", markup=False,
-                                   soft_wrap=True)
+    if a.run_id is None:
+        _say_if_new(args, a.store)
     config, store = a.config, a.store
     best = None
     if a.run_id is not None:  # a resumed run's progress starts from its best, not from "no correct kernel yet"
@@ -172,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
                                config.device == "cpu" else "")
         search = config.search + (f" {config.beam}" if config.search == "beam" else "")
         progress.message(f"run {a.run_id}: {a.problem.name} on {config.device} (target {target}), stage "
-                         f"{config.stage}, {count(config.iterations, 'iteration')} × {count(config.samples, 'sample')}, search "
+                         f"{config.stage}, {count(config.iterations, 'iteration')} × "
+                         f"{count(config.samples, 'sample')}, search "
                          f"{search}, proposer {proposer.name}")
         parts = wiring.build_parts(a, proposer)
         try:
@@ -190,6 +185,18 @@ def run(args: argparse.Namespace) -> int:
             parts.close()
     _show(args, store, a.run_id, outcome, parts.summary())
     return _failed(a.run_id, outcome.error, outcome.hint)
+
+
+def _say_if_new(args: argparse.Namespace, store) -> None:  # store: agent.store.Store
+    """A store this run is about to create where it was found or configured (not named by --root): one stderr line
+    saying where, so the user, and commands run from elsewhere, can find it again."""
+    if args.store_root.source == "--root" or store.exists():
+        return
+    from agent.view import console
+
+    where = store.root.resolve()
+    console(stderr=True).print(f"new store in {where} (candidates/, profiles/): commands run there or in a folder "
+                               f"below find it; elsewhere give --root {where}", markup=False, soft_wrap=True)
 
 
 def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly

@@ -64,4 +64,5 @@ def _working_directory() -> Path:
     try:
         return Path.cwd()
     except OSError as e:  # deleted under the shell: nothing to search from
-        raise UserError(f"the working directory is gone ({e.strerror or e})", "cd somewhere, or give --root DIR") from None
+        raise UserError(f"the working directory is gone ({e.strerror or e})",
+                        "cd somewhere, or give --root DIR") from None

@@ -350,7 +350,8 @@ def runs_table(records: list[RunRecord], best: dict[str, LeaderRow | None]) -> T
                           r.status, "yellow")), r.config.problem, r.config.stage, r.device,
                       short_candidate_id(b.candidate, r.id) if b else "–",
                       _time_cell(b.device_ms, cpu) if b else "–", _time_cell(b.latency_ms, cpu) if b else "–",
-                      speedup_text(b.speedup_vs_eager, not cpu) if b else "–", str(r.candidates), fmt_cost(r.usage.cost_usd, r.usage.priced),
+                      speedup_text(b.speedup_vs_eager, not cpu) if b else "–", str(r.candidates),
+                      fmt_cost(r.usage.cost_usd, r.usage.priced),
                       _duration(seconds))
     return table
 

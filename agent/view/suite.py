@@ -25,7 +25,8 @@ def suite_view(files: list[Path], results: list[EvalResult], summary: SuiteSumma
                objective: str) -> RenderableType:
     """A row per answer (verdict, both clocks, energy, speedups on the objective's clock, the message), then the
     summary. With the energy objective the speedups are the device clock's (as Timing's plain fields are)."""
-    table = Table(box=box.SIMPLE_HEAD, title=f"{problem} · {stage} · {count(len(results), 'answer')}", title_justify="left")
+    table = Table(box=box.SIMPLE_HEAD, title=f"{problem} · {stage} · {count(len(results), 'answer')}",
+                  title_justify="left")
     objective = "device" if objective == "energy" else objective
     speedups = (f"× eager ({objective})", f"× compile ({objective})")  # the clock the speedups are on
     for col in ("answer", "verdict", "device ms", "latency ms", "energy", *speedups, "message"):
