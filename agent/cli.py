@@ -60,14 +60,17 @@ def _stop(signum: int, frame: object) -> None:
 
 
 def _configure(args: argparse.Namespace) -> None:
-    """The user's configuration (agent.config) on `args.user`; --root not given: the configured store, else '.'."""
-    from pathlib import Path
-
-    from agent.config import load_user_config
+    """The user's configuration (agent.config) on `args.user`; for a command with --root, the store's folder
+    (agent.store.locate: the flag, the configured one, the nearest found above, else here) on `args.root`, and why
+    on `args.store_root`."""
+    from agent.config import load_user_config, source_of, value_sources
 
     args.user = load_user_config()
-    if hasattr(args, "root") and args.root is None:
-        args.root = args.user.store.root.expanduser() if args.user.store.root else Path(".")
+    if hasattr(args, "root"):
+        from agent.store.locate import resolve_root
+
+        args.store_root = resolve_root(args.root, args.user.store.root, source_of("store.root", value_sources()))
+        args.root = args.store_root.path
 
 
 def main(argv: list[str] | None = None) -> int:

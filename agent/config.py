@@ -130,6 +130,49 @@ def load_user_config(path: Path | None = None) -> UserConfig:
         raise UserError(f"config {path}: {_first_error(e)}", "fix the file, or point AGENT_CONFIG elsewhere") from None
 
 
+def value_sources(path: Path | None = None) -> dict[str, str]:
+    """Each setting's dotted key (`run.samples`, `prices."gpt-4o"`) -> where it was set: the environment variable's
+    name, else `config FILE`; a key not here has its built-in default. Read after load_user_config validated both."""
+    path = path or config_path()
+    sources: dict[str, str] = {}
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            data = {}
+        for key in _dotted(data):
+            sources[key] = f"config {path}"
+    for name in os.environ:
+        if name.startswith(ENV_PREFIX) and "__" in name:
+            parts = [part.lower() for part in name[len(ENV_PREFIX):].split("__")]
+            key = f'prices."{parts[1]}"' if parts[0] == "prices" and len(parts) > 1 else ".".join(parts)
+            for known in [k for k in sources if k == key or k.startswith(key + ".")]:
+                del sources[known]  # the variable wins over the file, a whole section included
+            sources[key] = name
+    return sources
+
+
+def source_of(key: str, sources: dict[str, str]) -> str:
+    """Where `key` came from: its own entry or its section's (AGENT_RUN='{...}'), else the built-in default."""
+    parts = key.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in sources:
+            return sources[".".join(parts[:n])]
+    return "default"
+
+
+def _dotted(data: dict[str, Any], prefix: str = "") -> list[str]:
+    """The leaf keys of a settings tree; a price is one value (its fields go together)."""
+    keys: list[str] = []
+    for key, value in data.items():
+        name = f'{prefix}"{key}"' if prefix == "prices." else prefix + key
+        if isinstance(value, dict) and prefix != "prices.":
+            keys += _dotted(value, name + ".")
+        else:
+            keys.append(name)
+    return keys
+
+
 def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     out = dict(base)
     for key, value in over.items():

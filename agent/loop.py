@@ -15,6 +15,7 @@ from agent.crosscheck import timing_doubt
 from agent.diagnosis import for_prompt
 from agent.errors import UserError
 from agent.ladder import FLOOR, choose_stage
+from agent.plural import count
 from agent.problems import starting_code
 from agent.prompts import PromptInput, render
 from agent.protocols import Parts, Progress, ProposalContext, RunStore
@@ -85,7 +86,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
     visited = {it.stage for it in records.values()}
     search = SearchState.of(store.candidates(run_id), config.search, config.objective, config.beam)
     limits = Limits.of(config, judged=sum(search.visits.values()))
-    stop, error, hint = f"completed {config.iterations} iterations", None, None
+    stop, error, hint = f"completed {count(config.iterations, 'iteration')}", None, None
 
     if state.last_iteration < 0:  # iteration 0: the starting answers; the fastest correct one is the first best
         starts = parts.starter.answers(problem, progress)
@@ -160,7 +161,7 @@ def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, p
         if proposed.stop or error:  # the proposer gave what it could and stops after this round
             break
         if config.stage != "auto" and stale >= config.patience:
-            stop = f"no improvement in {stale} iterations (patience {config.patience})"
+            stop = f"no improvement in {count(stale, 'iteration')} (patience {config.patience})"
             break
 
     store.finish_run(run_id, "failed" if error else "finished")

@@ -90,10 +90,17 @@ def test_stages_lists_stage_focus_and_metrics():
     assert "Memory pattern for fused operations." in out and "lts__t_sector_hit_rate.pct" in out
 
 
-def test_problems_lists_every_problem():
+def test_problems_lists_every_problem_that_problem_accepts_by_name():
+    """Before: the four built-in ones; the eight kb_* look-alikes appeared only in the error for an unknown name."""
+    from agent.problems import list_problems, lookalikes
+
     out = agent("problems").stdout.decode()
-    for name in ("gap44", "conv2d_gap_bias_lse", "gap_large", "conv3d_gap"):
-        assert name in out
+    names = [p.name for p in list_problems()] + [p.stem for p in lookalikes()]
+    assert len(names) == 12 and "gap44" in names and "kb_44_convt2d_mul_gap_gap" in names
+    for name in names:
+        assert name in out, name
+    unknown = agent("render", "--problem", "no-such").stderr.decode()
+    assert all(name in unknown for name in names)  # the error's list and this one are the same names
 
 
 def test_render_prints_the_seed_byte_for_byte(tmp_path):

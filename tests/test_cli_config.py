@@ -68,3 +68,26 @@ def test_a_local_models_cost_is_unknown_unless_the_config_prices_it(fake_openai,
     u = priced["usage"]
     assert u["priced"] is True
     assert u["cost_usd"] == pytest.approx((u["prompt_tokens"] + u["completion_tokens"]) * 100.0 / 1e6)
+
+
+def test_config_prints_every_setting_in_effect_with_where_it_came_from(tmp_path):
+    """Before: the file's path, the variables' names and `{}` (only what differed from the defaults, no source)."""
+    config = tmp_path / "config.toml"
+    config.write_text('[run]\nsamples = 3\nllm = "offline"\n\n[prices."local-model"]\ninput = 0.5\noutput = 1.5\n')
+    p = ok(agent("config", AGENT_CONFIG=str(config), AGENT_RUN__SAMPLES="5", AGENT_PROGRESS__HEARTBEAT_S="10"))
+    rows = {}
+    for line in p.stdout.splitlines():
+        cells = [c.strip() for c in line.split("│")]
+        if len(cells) == 5 and cells[1]:
+            rows[cells[1]] = (cells[2], cells[3])
+    assert rows["run.samples"] == ("5", "AGENT_RUN__SAMPLES")  # the variable wins over the file
+    assert rows["run.llm"] == ("offline", f"config {config}")
+    assert rows["progress.heartbeat_s"] == ("10.0", "AGENT_PROGRESS__HEARTBEAT_S")
+    assert rows["run.model"][1] == "default" and rows["store.root"][1] == "default"
+    assert rows['prices."local-model"'][1] == f"config {config}"
+    assert "{}" not in p.stdout and "store: " in p.stdout
+    shown = json.loads(ok(agent("config", "--json", "--root", tmp_path, AGENT_CONFIG=str(config))).stdout)
+    by_key = {e["key"]: e for e in shown["effective"]}
+    assert by_key["run.llm"] == {"key": "run.llm", "value": "offline", "source": f"config {config}"}
+    assert by_key["run.seed"]["source"] == "default" and by_key["progress.heartbeat_s"]["value"] == 60.0
+    assert shown["store"]["source"] == "--root" and shown["store"]["root"] == str(tmp_path.resolve())

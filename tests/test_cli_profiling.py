@@ -1,4 +1,4 @@
-"""`agent ncu`, `agent prompts` (and the old `agent replay`) and `agent profile` as a user runs them (real subprocesses, the saved H100 reports)."""
+"""`agent ncu`, `agent prompts`, `agent replay` (either of the two) and `agent profile` as a user runs them (real subprocesses, the saved H100 reports)."""
 
 from __future__ import annotations
 
@@ -111,10 +111,31 @@ def test_replay_of_a_bad_file_is_one_red_line_and_exit_2(tmp_path, make):
             "directory": "is a directory, not a report"}[make] in r.stderr
 
 
-def test_the_old_replay_verb_still_reads_a_report_and_says_what_to_type_instead():
+def test_replay_reads_a_saved_report_as_a_command_of_its_own_with_no_deprecation_note():
+    """Before: a yellow note on every use saying `agent replay` was the old spelling, to go in a later release."""
     r = agent("replay", STAGE_REPORT, "--format", "prompt")
     assert r.returncode == 0 and r.stdout.startswith("[NCU PROFILING METRICS]")
-    assert "`agent replay` is now `agent ncu" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.stderr == ""
+    assert r.stdout == agent("ncu", STAGE_REPORT, "--format", "prompt").stdout
+    listed = agent("--help").stdout
+    [line] = [x for x in listed.splitlines() if x.strip().startswith("replay ")]
+    assert "old" not in line and "saved" in line, line
+    assert "old spelling" not in agent("replay", "--help").stdout
+
+
+def test_ncus_diagnosis_lists_the_findings_by_estimated_gain_largest_first():
+    """Before: "most valuable first", but ncu's 98 % estimate was the seventh row, below findings with none."""
+    r = agent("ncu", FULL_REPORT, "--format", "diagnosis")
+    assert r.returncode == 0, r.stderr
+    gains = []
+    for row in r.stdout.splitlines():
+        cells = [c.strip() for c in row.split("│")]
+        if len(cells) > 2 and cells[1] and not cells[1].startswith("finding"):  # a finding's first line
+            gains.append(None if cells[-2] == "–" else float(cells[-2].rstrip(" %")))
+    assert len(gains) >= 9 and gains[0] == 98, gains
+    known = [g for g in gains if g is not None]
+    assert known == sorted(known, reverse=True) and gains[len(known):] == [None] * (len(gains) - len(known)), gains
+    assert "by estimated gain" in r.stdout and "most valuable" not in agent("ncu", "--help").stdout
 
 
 def test_replay_of_an_unknown_stage_names_the_choices():

@@ -38,11 +38,12 @@ def agent(*args: str, cwd: Path | None = None, columns: int = 200) -> subprocess
 
 def record(store: Store, run: str, iteration: int, index: int, verdict: Verdict, ms: float | None = None, *,
            stage: str = "memory-fusion", dram: float | None = None, tokens: int = 0, code: str | None = CODE,
-           eager_ms: float = 1.76) -> str:
+           eager_ms: float = 1.76, meaningful: bool = True) -> str:
     timing = None
     if ms is not None:
         timing = Timing(candidate_ms=ms, candidate_spread_pct=0.8, eager_ms=eager_ms, compile_ms=0.56,
-                        speedup_vs_eager=eager_ms / ms, speedup_vs_compile=0.56 / ms, repeats=200, meaningful=True)
+                        speedup_vs_eager=eager_ms / ms, speedup_vs_compile=0.56 / ms, repeats=200,
+                        meaningful=meaningful)
     profile = None
     if dram is not None:
         profile = Profile(gpu="h100", kernels={"gap_kernel": KernelProfile(
@@ -308,7 +309,7 @@ def test_a_broken_run_json_hides_only_its_own_run_and_reindex_names_it(root, tmp
     assert [row["candidate"] for row in json.loads(r.stdout)] == [ids["fast"], ids["slow"]]  # run a still there
     assert f"{ids['run_b']}/run.json" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     r = agent("runs", "reindex", "--root", str(path))
-    assert r.returncode == 0 and "reindexed 1 runs" in r.stdout and f"{ids['run_b']}/run.json" in r.stdout, r.stdout
+    assert r.returncode == 0 and "reindexed 1 run," in r.stdout and f"{ids['run_b']}/run.json" in r.stdout, r.stdout
 
 
 def _read_only(path: Path, *args: str, inside: bool = False) -> subprocess.CompletedProcess:
@@ -387,9 +388,8 @@ def test_a_run_is_found_by_the_short_tag_the_tables_show(root, tmp_path) -> None
     assert r.returncode == 0
     r = agent("prompts", tag, "--root", str(path))
     assert r.returncode == 0 and "iteration 1 stage memory-fusion" in r.stdout, r.stderr
-    r = agent("replay", tag, "--root", str(path))  # the old spelling, which took only a full id
-    assert r.returncode == 0 and "iteration 1 stage memory-fusion" in r.stdout, r.stderr
-    assert "`agent replay` is now `agent prompts" in r.stderr
+    r = agent("replay", tag, "--root", str(path))  # a run id: its prompts, as `agent prompts` shows them
+    assert r.returncode == 0 and "iteration 1 stage memory-fusion" in r.stdout and r.stderr == "", r.stderr
     r = agent("leaderboard", "--run", tag, "--json", "--root", str(path))
     assert r.returncode == 0 and {row["run"] for row in json.loads(r.stdout)} == {ids["run_a"]}, r.stderr
 
@@ -407,3 +407,21 @@ def test_show_sass_prints_a_candidates_sass_from_its_saved_report_and_says_when_
     assert "gap_row_kernel: hottest 10 of" in r.stdout and "long_scoreboard" in r.stdout and "FADD" in r.stdout
     r = agent("show", bare, "--sass", "--root", str(tmp_path))
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "no saved ncu report" in r.stderr
+
+
+def test_cpu_mode_speedups_read_not_applicable_in_every_table(tmp_path: Path) -> None:
+    """Before: "0.01×" beside interpreter timings in the leaderboard, `agent runs` and `agent show`."""
+    with Store(tmp_path) as s:
+        run = s.create_run(RunConfig(problem="gap44", device="cpu"), gpu="4090", device="cpu")
+        s.record_iteration(run, 1, "memory-fusion", "prompt", "requested", None)
+        cpu = record(s, run, 1, 1, Verdict.CORRECT, 25.0, eager_ms=0.25, meaningful=False)
+    for args in (("leaderboard",), ("runs",), ("show", cpu, "--no-pager")):
+        out = agent(*args, "--root", str(tmp_path)).stdout
+        assert "n/a (CPU mode)" in out and "0.01×" not in out, (args, out)
+    gpu = tmp_path / "gpu"
+    with Store(gpu) as s:  # a GPU timing keeps its figure
+        run = s.create_run(RunConfig(problem="gap44"), gpu="h100", device="cuda")
+        s.record_iteration(run, 1, "memory-fusion", "prompt", "requested", None)
+        record(s, run, 1, 1, Verdict.CORRECT, 0.22)
+    out = agent("leaderboard", "--root", str(gpu)).stdout
+    assert "8.00×" in out and "n/a" not in out

@@ -188,6 +188,10 @@ def test_a_host_bound_two_launch_forward():
     assert f.gain_pct == round(100 * (t.latency_ms - t.device_ms) / t.latency_ms, 1)
     cpu = t.model_copy(update={"meaningful": False})  # CPU-mode timings say nothing about a GPU: no finding
     assert "host-bound" not in kinds(planted(4224, 90.0), cpu)
+    assert f.evidence.endswith(", 2 launches per call")
+    [one] = [f for f in diagnose(DiagnosisInput(profile=planted(4224, 90.0), gpu=H100,
+                                                timing=t.model_copy(update={"launches": 1}))) if f.kind == "host-bound"]
+    assert one.evidence.endswith(", 1 launch per call") and one.remedy is None  # was "1 launches per call"
 
 
 def test_cli_prints_a_saved_reports_findings_without_a_gpu():

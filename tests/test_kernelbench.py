@@ -149,7 +149,7 @@ def test_agent_run_stage_auto_ends_cleanly_on_every_look_alike(cli, path):
     assert p.returncode == 0, p.stderr[-3000:]
     lines = [json.loads(line) for line in p.stdout.splitlines() if line.strip()]
     summary, candidates = lines[-1], [e for e in lines if e.get("event") == "candidate"]
-    assert summary["error"] is None and summary["stop_reason"] == "completed 1 iterations"
+    assert summary["error"] is None and summary["stop_reason"] == "completed 1 iteration"
     declined = [line for line in p.stderr.splitlines() if "offline proposer:" in line]
     assert len(candidates) == 1 or (not candidates and len(declined) == 1), p.stderr
     if path.stem.startswith(REWRITTEN):

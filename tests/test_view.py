@@ -133,7 +133,8 @@ def test_renderables_render() -> None:
     c.print(candidate_view(cand(2, Verdict.RUNTIME_ERROR, None)))
     c.print(run_summary(run, [row]))
     text = buf.getvalue()
-    assert "3.52×" in text and "88.7 %" in text and "CPU-mode" in text
+    assert "n/a (CPU mode)" in text and "3.52×" not in text  # a CPU-mode row's ratio is no speedup
+    assert "88.7 %" in text and "CPU-mode" in text
     assert "runtime_error" in text and "[bold]boom[/]" in text  # messages are text, never markup
     assert "1,500 tokens" in text and RUN in text
     assert "search      greedy, memory off" in text  # RunConfig's own defaults: what runs before issue 18 had

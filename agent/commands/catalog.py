@@ -23,8 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "and its static rules.")
     p.set_defaults(func=stages_command)
 
-    p = sub.add_parser("problems", help="list the built-in problems: description, sizes, starting kernel",
-                       description="List the built-in problems with their validation sizes (GPU and CPU mode).")
+    p = sub.add_parser("problems", help="list the problems --problem accepts: description, sizes, starting kernel",
+                       description="List every problem --problem accepts by name (the built-in ones, then the "
+                                   "KernelBench level-2 look-alikes kb_*) with their validation sizes (GPU and CPU "
+                                   "mode); --problem also takes the path of any KernelBench-style file.")
     p.set_defaults(func=problems_command)
 
     p = sub.add_parser("render", help="print a stage's prompt for a GPU, problem, code and metrics",
@@ -70,10 +72,11 @@ def stages_command(args: argparse.Namespace) -> int:
 
 
 def problems_command(args: argparse.Namespace) -> int:
-    from agent.problems import list_problems
+    from agent.problems import list_problems, load_problem, lookalikes
     from agent.view import console, problem_table
 
-    console().print(problem_table(list_problems()))
+    # every name --problem accepts: the built-in ones, then the KernelBench look-alikes (sizes derived from the file)
+    console().print(problem_table([*list_problems(), *(load_problem(p.stem) for p in lookalikes())]))
     return 0
 
 

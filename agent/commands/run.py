@@ -10,6 +10,7 @@ from typing import Literal
 
 from agent import wiring
 from agent.errors import Interrupted, UserError
+from agent.plural import count
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,7 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(a running round finishes; with --resume: change it)")
     p.add_argument("--resume", metavar="RUN_ID", help="continue an interrupted run")
     p.add_argument("--root", type=Path, default=None, metavar="DIR",
-                   help="directory holding candidates/ and profiles/ (default: the config's store.root, else .)")
+                   help="directory holding candidates/ and profiles/ (default: the config's store.root, else the "
+                        "nearest folder at or above here holding one, else .)")
     where = p.add_mutually_exclusive_group()  # agent.scale: evaluate on several GPUs / a Ray cluster
     where.add_argument("--gpus", metavar="all|0,1,...", help="one evaluation worker per GPU of this host")
     where.add_argument("--cluster", metavar="ray://HOST:PORT|auto|local",
@@ -126,9 +128,7 @@ def run(args: argparse.Namespace) -> int:
         _positive(args.max_candidates, "--max-candidates")
     if args.max_minutes is not None and not args.max_minutes > 0:  # also refuses nan
         raise UserError(f"--max-minutes must be > 0, got {args.max_minutes:g}")
-    root = Path(args.root)
-    if root.exists() and not root.is_dir():
-        raise UserError(f"--root {root}: not a directory")
+    root = Path(args.root)  # resolved by agent.store.locate (a file there is already one line)
     if not root.exists() and not root.resolve().parent.is_dir():
         raise UserError(f"--root {root}: {root.resolve().parent} does not exist", "create it first, or fix the path")
     from agent.store import Store
@@ -146,6 +146,8 @@ def run(args: argparse.Namespace) -> int:
     calls = wiring.CallLog(a.store, a.run_id)
     proposer = wiring.build_proposer(a, calls)
     mode: Mode = "quiet" if args.quiet else "json" if args.json else "auto"
+    if a.run_id is None:
+        _say_if_new(args, a.store)
     config, store = a.config, a.store
     best = None
     if a.run_id is not None:  # a resumed run's progress starts from its best, not from "no correct kernel yet"
@@ -166,7 +168,8 @@ def run(args: argparse.Namespace) -> int:
                                config.device == "cpu" else "")
         search = config.search + (f" {config.beam}" if config.search == "beam" else "")
         progress.message(f"run {a.run_id}: {a.problem.name} on {config.device} (target {target}), stage "
-                         f"{config.stage}, {config.iterations} iterations × {config.samples} samples, search "
+                         f"{config.stage}, {count(config.iterations, 'iteration')} × "
+                         f"{count(config.samples, 'sample')}, search "
                          f"{search}, proposer {proposer.name}")
         parts = wiring.build_parts(a, proposer)
         try:
@@ -184,6 +187,18 @@ def run(args: argparse.Namespace) -> int:
             parts.close()
     _show(args, store, a.run_id, outcome, parts.summary())
     return _failed(a.run_id, outcome.error, outcome.hint)
+
+
+def _say_if_new(args: argparse.Namespace, store) -> None:  # store: agent.store.Store
+    """A store this run is about to create where it was found or configured (not named by --root): one stderr line
+    saying where, so the user, and commands run from elsewhere, can find it again."""
+    if args.store_root.source == "--root" or store.exists():
+        return
+    from agent.view import console
+
+    where = store.root.resolve()
+    console(stderr=True).print(f"new store in {where} (candidates/, profiles/): commands run there or in a folder "
+                               f"below find it; elsewhere give --root {where}", markup=False, soft_wrap=True)
 
 
 def _assembly(args: argparse.Namespace):  # -> agent.wiring.Assembly

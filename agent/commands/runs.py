@@ -10,10 +10,13 @@ import json
 import sys
 from pathlib import Path
 
+from agent.plural import count
+
 
 def _add_root(p: argparse.ArgumentParser) -> None:
     p.add_argument("--root", type=Path, default=None, metavar="DIR",
-                   help="directory holding candidates/ and profiles/ (default: the config's store.root, else .)")
+                   help="directory holding candidates/ and profiles/ (default: the config's store.root, else the "
+                        "nearest folder at or above here holding one, else .)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -83,7 +86,9 @@ def _nothing_recorded(args: argparse.Namespace, store) -> bool:
     if args.json:
         print("[]")
     else:
-        _console().print(f"No runs recorded under {store.candidates_dir} yet: start one with `agent run`.")
+        searched = getattr(args, "store_root", None) is not None and args.store_root.source == "working directory"
+        _console().print(f"No runs recorded under {store.candidates_dir}{' or any folder above' if searched else ''} "
+                         f"yet: start one with `agent run`.")
     return True
 
 
@@ -211,7 +216,8 @@ def runs(args: argparse.Namespace) -> int:
     with store:
         if args.action == "reindex":
             n = store.reindex()
-            _console().print(f"reindexed {len(store.list_runs())} runs, {n} candidates from {store.candidates_dir}")
+            _console().print(f"reindexed {count(len(store.list_runs()), 'run')}, {count(n, 'candidate')} "
+                             f"from {store.candidates_dir}")
             for why in store.skipped:
                 _console().print(f"skipped (unreadable): {why}")
             return 0
@@ -230,7 +236,8 @@ def runs(args: argparse.Namespace) -> int:
                 shutil.rmtree(d, ignore_errors=True)
         if doomed:
             store.reindex()  # the index follows the files: rebuilt without them
-        _console().print(f"removed {len(doomed)} run(s)" + (": " + ", ".join(r.id for r in doomed) if doomed else ""))
+        _console().print(f"removed {count(len(doomed), 'run')}"
+                         + (": " + ", ".join(r.id for r in doomed) if doomed else ""))
     return 0
 
 

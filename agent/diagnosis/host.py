@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from agent.diagnosis.model import DiagnosisInput, Finding
 from agent.hostbound import host_bound
+from agent.plural import count
 
 
 def analyze(d: DiagnosisInput) -> list[Finding]:
@@ -13,7 +14,7 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
         return []
     assert t is not None and t.latency_ms is not None and t.device_ms is not None  # host_bound checked them
     gap_us = (t.latency_ms - t.device_ms) * 1e3
-    launches = f", {t.launches} launches per call" if t.launches is not None else ""
+    launches = f", {count(t.launches, 'launch', 'launches')} per call" if t.launches is not None else ""
     several = t.launches is not None and t.launches > 1
     return [Finding(
         kind="host-bound", kernel="",

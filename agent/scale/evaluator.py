@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from agent.harness.evaluator import RoundRequests
+from agent.plural import count
 from agent.scale.pool import WorkerDied, WorkerPool
 from agent.scale.settings import scale_settings
 from agent.scale.worker import ProfileReply
@@ -59,7 +60,7 @@ class ScaleEvaluator:
             results.append(result)
         self.candidates += len(sources)
         self.busy_s += wall
-        self.on_round(f"{len(sources)} candidates in {wall:.1f} s on {self.pool.describe()}: "
+        self.on_round(f"{count(len(sources), 'candidate')} in {wall:.1f} s on {self.pool.describe()}: "
                       f"{_per_min(len(sources), wall):.1f} candidates/min (run: {self.rate():.1f}/min)")
         return results
 
@@ -79,7 +80,7 @@ class ScaleEvaluator:
         return _per_min(self.candidates, self.busy_s)
 
     def summary(self) -> str:
-        return (f"evaluated {self.candidates} candidates in {self.busy_s:.0f} s on {self.pool.describe()}: "
+        return (f"evaluated {count(self.candidates, 'candidate')} in {self.busy_s:.0f} s on {self.pool.describe()}: "
                 f"{self.rate():.1f} candidates/min")
 
     def close(self) -> None:

@@ -60,7 +60,7 @@ def problem_table(problems: list[ProblemSpec]) -> Table:
 
     table = Table(title="Problems", show_lines=True)
     for col in ("problem", "description", "GPU sizes", "CPU sizes", "start"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col == "problem")  # a name is what --problem takes: never folded
     for p in problems:
         table.add_row(p.name, p.description, sizes(p.sizes), sizes(p.cpu_sizes), "yes" if p.start else "no")
     return table

@@ -46,8 +46,15 @@ def energy_text(t: Timing | None) -> str:
     return f"energy {fmt_mj(t.energy_mj)} per call{spread}"
 
 
-def fmt_x(x: float | None) -> str:
-    return "–" if x is None else f"{x:.2f}×"
+# CPU mode's times are Triton's interpreter against eager PyTorch on the CPU: their ratio is no speedup of anything
+CPU_MODE_SPEEDUP = "n/a (CPU mode)"
+
+
+def fmt_x(x: float | None, meaningful: bool | None = True) -> str:
+    """'1.23×'; '–' where none was measured; CPU_MODE_SPEEDUP where one was, in CPU mode (meaningful False)."""
+    if x is None:
+        return "–"
+    return CPU_MODE_SPEEDUP if meaningful is False else f"{x:.2f}×"
 
 
 def fmt_pct(p: float | None) -> str:
@@ -74,9 +81,11 @@ def fmt_value(v: float | int) -> str:
     return f"{v:.4g}" if abs(v) < 1e4 else f"{v:,.0f}"
 
 
-def speedup_text(x: float | None) -> Text:
+def speedup_text(x: float | None, meaningful: bool | None = True) -> Text:
     if x is None:
         return Text("–", style="dim")
+    if meaningful is False:
+        return Text(CPU_MODE_SPEEDUP, style="dim")
     return Text(fmt_x(x), style="green" if x > 1.0 else "red" if x < 1.0 else "")
 
 
@@ -92,8 +101,9 @@ def clocks_text(t: Timing) -> str:
     other = "device" if t.objective == "latency" else "latency"  # energy's plain fields are the device clock's
     other_ms = t.device_ms if other == "device" else t.latency_ms
     clock = "device" if t.objective == "energy" else t.objective
-    text = f"{clock} {fmt_ms(t.candidate_ms)}  {fmt_x(t.speedup_vs_eager)} eager"
-    if t.speedup_vs_compile is not None:
+    text = f"{clock} {fmt_ms(t.candidate_ms)}  " + (f"{fmt_x(t.speedup_vs_eager)} eager" if t.meaningful else
+                                                   f"speedup {CPU_MODE_SPEEDUP}")
+    if t.speedup_vs_compile is not None and t.meaningful:
         text += f"  {fmt_x(t.speedup_vs_compile)} compile"
     if other_ms is not None and t.meaningful:
         text += f"  ({other} {fmt_ms(other_ms)}"

@@ -12,6 +12,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from agent.plural import count
 from agent.view.fmt import (
     energy_text,
     fmt_cost,
@@ -91,7 +92,7 @@ def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", 
                str(r.launches) if r.launches is not None else "–",
                Text(fmt_mj(r.energy_mj) if r.energy_mj is not None else "–" if r.energy_note is None else "–†",
                     style="" if r.energy_mj is not None else "dim")]),
-            speedup_text(r.speedup_vs_eager), speedup_text(r.speedup_vs_compile),
+            speedup_text(r.speedup_vs_eager, not cpu), speedup_text(r.speedup_vs_compile, not cpu),
             *([] if minimal else [fmt_pct(r.dram_pct)]),
         ]
         if full:
@@ -211,17 +212,20 @@ def timing_table(result: EvalResult) -> Table:
         tm.energy_spread_pct, "", "", "")
     if tm.eager_device_ms is not None or tm.eager_latency_ms is not None:
         row("eager", tm.eager_device_ms, None, tm.eager_latency_ms, None, tm.eager_energy_mj,
-            tm.eager_energy_spread_pct, speedup_text(tm.device_speedup_vs_eager), speedup_text(tm.latency_speedup_vs_eager),
+            tm.eager_energy_spread_pct, speedup_text(tm.device_speedup_vs_eager, tm.meaningful),
+            speedup_text(tm.latency_speedup_vs_eager, tm.meaningful),
             _less_energy(tm.energy_vs_eager))
     if tm.compile_device_ms is not None or tm.compile_latency_ms is not None:
         row("torch.compile", tm.compile_device_ms, None, tm.compile_latency_ms, None, tm.compile_energy_mj,
             tm.compile_energy_spread_pct,
-            speedup_text(tm.device_speedup_vs_compile), speedup_text(tm.latency_speedup_vs_compile),
+            speedup_text(tm.device_speedup_vs_compile, tm.meaningful),
+            speedup_text(tm.latency_speedup_vs_compile, tm.meaningful),
             _less_energy(tm.energy_vs_compile))
     if tm.compile_fp32_device_ms is not None:  # the fair mark at fp32 where the default one is outside tolerance
         row("torch.compile, TF32 off", tm.compile_fp32_device_ms, None, tm.compile_fp32_latency_ms, None, None, None,
-            speedup_text(tm.device_speedup_vs_compile_fp32), speedup_text(tm.latency_speedup_vs_compile_fp32), "")
-    facts = [f"◆ the objective ({tm.objective})", f"{tm.repeats} repeats"]
+            speedup_text(tm.device_speedup_vs_compile_fp32, tm.meaningful),
+            speedup_text(tm.latency_speedup_vs_compile_fp32, tm.meaningful), "")
+    facts = [f"◆ the objective ({tm.objective})", count(tm.repeats, "repeat")]
     if tm.launches is not None:
         facts.append(f"{tm.launches} kernel launch{'es' if tm.launches != 1 else ''} per forward")
     if tm.host_ms is not None and tm.meaningful:
@@ -279,7 +283,7 @@ def run_summary(run: RunRecord, top: list[LeaderRow] | None = None) -> Renderabl
     g.add_row("objective", f"{cfg.objective} ({OBJECTIVE_WORDS[cfg.objective]})")
     if cfg.precision != "fp32":  # what "correct" means in this run
         g.add_row("numerics", f"{cfg.precision} (--precision {cfg.precision})")
-    g.add_row("iterations", f"{run.iterations} of {cfg.iterations}, {run.candidates} candidates")
+    g.add_row("iterations", f"{run.iterations} of {cfg.iterations}, {count(run.candidates, 'candidate')}")
     u = run.usage
     g.add_row("usage", f"{fmt_tokens(u.prompt_tokens + u.completion_tokens)} tokens, {fmt_cost(u.cost_usd, u.priced)}"
                        + (f" of ${cfg.budget_usd:.2f}" if cfg.budget_usd is not None else ""))
@@ -348,7 +352,8 @@ def runs_table(records: list[RunRecord], best: dict[str, LeaderRow | None]) -> T
                           r.status, "yellow")), r.config.problem, r.config.stage, r.device,
                       short_candidate_id(b.candidate, r.id) if b else "–",
                       _time_cell(b.device_ms, cpu) if b else "–", _time_cell(b.latency_ms, cpu) if b else "–",
-                      speedup_text(b.speedup_vs_eager) if b else "–", str(r.candidates), fmt_cost(r.usage.cost_usd, r.usage.priced),
+                      speedup_text(b.speedup_vs_eager, not cpu) if b else "–", str(r.candidates),
+                      fmt_cost(r.usage.cost_usd, r.usage.priced),
                       _duration(seconds))
     return table
 

@@ -10,7 +10,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from agent.view.fmt import fmt_mj, fmt_ms, fmt_x, verdict_text
+from agent.plural import count
+from agent.view.fmt import CPU_MODE_SPEEDUP, fmt_mj, fmt_ms, fmt_x, verdict_text
 
 if TYPE_CHECKING:
     from agent.schema import EvalResult
@@ -24,7 +25,8 @@ def suite_view(files: list[Path], results: list[EvalResult], summary: SuiteSumma
                objective: str) -> RenderableType:
     """A row per answer (verdict, both clocks, energy, speedups on the objective's clock, the message), then the
     summary. With the energy objective the speedups are the device clock's (as Timing's plain fields are)."""
-    table = Table(box=box.SIMPLE_HEAD, title=f"{problem} · {stage} · {len(results)} answers", title_justify="left")
+    table = Table(box=box.SIMPLE_HEAD, title=f"{problem} · {stage} · {count(len(results), 'answer')}",
+                  title_justify="left")
     objective = "device" if objective == "energy" else objective
     speedups = (f"× eager ({objective})", f"× compile ({objective})")  # the clock the speedups are on
     for col in ("answer", "verdict", "device ms", "latency ms", "energy", *speedups, "message"):
@@ -34,19 +36,23 @@ def suite_view(files: list[Path], results: list[EvalResult], summary: SuiteSumma
         t = r.timing
         table.add_row(f.name, verdict_text(r.verdict.value), fmt_ms(t.device_ms if t else None),
                       fmt_ms(t.latency_ms if t else None), fmt_mj(t.energy_mj if t else None),
-                      fmt_x(getattr(t, f"{objective}_speedup_vs_eager") if t else None),
-                      fmt_x(getattr(t, f"{objective}_speedup_vs_compile") if t else None),
+                      fmt_x(getattr(t, f"{objective}_speedup_vs_eager") if t else None, t.meaningful if t else None),
+                      fmt_x(getattr(t, f"{objective}_speedup_vs_compile") if t else None, t.meaningful if t else None),
                       "" if r.verdict.value == "correct" else r.message[:160])
     judged = summary.answers - summary.needs_gpu
     apart = f" · {summary.needs_gpu} not judged: CPU mode cannot, they need a GPU" if summary.needs_gpu else ""
     lines = [Text(f"correct: {summary.correct}/{judged} ({100 * summary.fraction_correct:.0f} %) · " +
                   ", ".join(f"{k} {v}" for k, v in sorted(summary.verdicts.items()) if k != "needs_gpu") + apart)]
-    for clock, s in (("device", summary.device), ("latency", summary.latency)):
-        lines.append(_clock_line(clock, s))
+    cpu = any(r.timing is not None and not r.timing.meaningful for r in results)
+    if cpu:  # a fraction "faster than eager" or a geometric mean of interpreter timings would mislead
+        lines.append(Text(f"speedups: {CPU_MODE_SPEEDUP}"))
+    else:
+        for clock, s in (("device", summary.device), ("latency", summary.latency)):
+            lines.append(_clock_line(clock, s))
     unmeasured = sorted({r.timing.energy_note for r in results if r.timing is not None and r.timing.energy_mj is None})
     if unmeasured:
         lines.append(Text("energy: not measured: " + "; ".join(unmeasured), style="dim"))
-    if any(r.timing is not None and not r.timing.meaningful for r in results):
+    if cpu:
         lines.append(Text("CPU mode (TRITON_INTERPRET=1): these timings say nothing about a GPU", style="dim"))
     return Group(table, *lines)
 
