@@ -414,6 +414,7 @@ def test_a_stop_signal_ends_the_run_cleanly_and_takes_the_candidates_sandboxes_w
     with Store(tmp_path) as store:
         [record] = store.list_runs()
         assert record.status == "interrupted"
+        assert store.get_run(record.id).stop_reason == f"stopped by {signal.Signals(sig).name}"  # the report says it
     time.sleep(1)
     assert _alive(workers) == []  # no orphan holds a CPU (or, on a GPU host, the GPU)
 

@@ -80,7 +80,8 @@ def test_the_summary_says_in_words_who_wins_on_each_clock_with_both_figures(gpu_
     assert "the best beats eager: 1.392 ms against eager's 1.753 ms (1.26× faster)" in summary
 
 
-def _stop(root: Path, run_id: str, status: str, finished: bool, pid: int | None = None) -> None:
+def _stop(root: Path, run_id: str, status: str, finished: bool, pid: int | None = None,
+          reason: str | None = None) -> None:
     """Leave the recorded run's files as a stop would: its status, and its last iteration begun, not complete."""
     import json
     import socket
@@ -88,6 +89,8 @@ def _stop(root: Path, run_id: str, status: str, finished: bool, pid: int | None 
     run_json = root / "candidates" / run_id / "run.json"
     record = json.loads(run_json.read_text())
     record.update(status=status, pid=pid or record["pid"], host=socket.gethostname())
+    if reason is not None:
+        record["stop_reason"] = reason
     if not finished:
         record["finished_at"] = None
     run_json.write_text(json.dumps(record))
@@ -114,6 +117,23 @@ def test_an_interrupted_run_says_why_it_stopped_how_far_it_got_and_how_to_resume
             in html)
     bars = [t["x"] for t in _figure(html, "chart-verdicts")["data"]][0]
     assert bars == ["i0 start", "i1 memory-fusion", "i2 memory-fusion", "i3 parallelism (cut short)"]
+
+
+@pytest.mark.parametrize(("status", "reason", "said"), [
+    ("interrupted", "stopped by SIGTERM", "stopped by SIGTERM at 19:32:12 UTC, 0m44s in; the run killed"),
+    ("failed", "the reference for problem gap44 failed: exit status 1",
+     "the run stopped on an error at 19:32:12 UTC, 0m44s in: the reference for problem gap44 failed: exit status 1")])
+def test_a_stopped_run_names_the_recorded_signal_or_error(tmp_path, status, reason, said) -> None:
+    root = tmp_path / "store"
+    shutil.copytree(RECORDED, root, ignore=shutil.ignore_patterns("answers", "record.py"))
+    run_id = next(p.name for p in (root / "candidates").iterdir() if p.is_dir())
+    _stop(root, run_id, status, finished=True, reason=reason)  # what `agent run` records since it keeps the reason
+    out = tmp_path / "run.html"
+    r = agent("report", run_id, "--root", str(root), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    html = out.read_text(encoding="utf-8")
+    box = html[html.index('id="stopped"'):html.index('id="summary"')]
+    assert said in box and f"agent run --resume {run_id}" in box
 
 
 def test_a_run_whose_process_vanished_says_so_with_its_pid(tmp_path) -> None:

@@ -365,9 +365,9 @@ def test_migrations_are_applied_once(tmp_path: Path) -> None:
     with Store(tmp_path) as s:
         new_run(s)
         versions = [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")]
-    assert versions == [1, 2, 3, 4, 5]
+    assert versions == [1, 2, 3, 4, 5, 6]
     with Store(tmp_path) as s:  # reopening applies nothing again and keeps the data
-        assert [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")] == [1, 2, 3, 4, 5]
+        assert [r[0] for r in s.db.execute("SELECT version FROM schema_migrations")] == [1, 2, 3, 4, 5, 6]
         assert apply_migrations(s.db) == []
         assert len(s.list_runs()) == 1
 
@@ -403,6 +403,7 @@ def test_an_index_from_before_the_two_clocks_reads_its_times_as_device_time(tmp_
     for col in cols[cols.index("objective"):]:
         db.execute(f"ALTER TABLE candidates DROP COLUMN {col}")
     db.execute("ALTER TABLE iterations DROP COLUMN groups")  # migration 4's
+    db.execute("ALTER TABLE runs DROP COLUMN stop_reason")  # migration 6's
     db.execute("DELETE FROM schema_migrations WHERE version >= 2")
     db.close()
     assert [v for v, _, _ in packaged_migrations()][:2] == [1, 2]
@@ -637,3 +638,11 @@ def test_an_iteration_recorded_before_groups_reads_as_one_group_of_its_prompt_an
     it = store.record_iteration(run, 1, "memory-fusion", "the prompt", "requested", f"{run}-i0-c0")
     [g] = it.plan(4)
     assert (g.parent, g.stage, g.k, g.prompt) == (f"{run}-i0-c0", "memory-fusion", 4, "the prompt")
+
+
+def test_a_stopped_run_keeps_why_in_its_file_and_its_index_row(store: Store) -> None:
+    run = new_run(store)
+    store.finish_run(run, "interrupted", "stopped by SIGTERM")
+    assert store.get_run(run).stop_reason == "stopped by SIGTERM"
+    store.reindex()  # rebuilt from run.json alone
+    assert store.get_run(run).stop_reason == "stopped by SIGTERM"

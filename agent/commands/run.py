@@ -10,6 +10,7 @@ from typing import Literal
 
 from agent import wiring
 from agent.errors import Interrupted, UserError
+from agent.printable import printable
 from agent.plural import count
 
 
@@ -176,12 +177,12 @@ def run(args: argparse.Namespace) -> int:
             outcome = loop.run(config, a.run_id, problem=a.problem, gpu=a.gpu, parts=parts, store=store,
                                progress=progress)
         except KeyboardInterrupt as e:
-            store.finish_run(a.run_id, "interrupted")
-            raise Interrupted(e.signum if isinstance(e, Interrupted) else signal.SIGINT,
-                              "interrupted; nothing finished is lost",
+            signum = e.signum if isinstance(e, Interrupted) else signal.SIGINT
+            store.finish_run(a.run_id, "interrupted", f"stopped by {signal.Signals(signum).name}")
+            raise Interrupted(signum, "interrupted; nothing finished is lost",
                               f"continue with: agent run --resume {a.run_id}") from None
-        except BaseException:
-            store.finish_run(a.run_id, "failed")
+        except BaseException as e:
+            store.finish_run(a.run_id, "failed", printable(str(e).splitlines()[0] if str(e) else type(e).__name__))
             raise
         finally:
             parts.close()

@@ -174,10 +174,12 @@ class Store:
         """What the run was measured with (run.json's versions; empty for runs recorded before they were)."""
         return self._stored_run(self.resolve_run(run_id)).versions
 
-    def finish_run(self, run_id: str, status: RunStatus = "finished") -> None:
+    def finish_run(self, run_id: str, status: RunStatus = "finished", reason: str | None = None) -> None:
+        """The run's end: its status, and for a stop or a failure why (one line)."""
         if status not in RUN_STATUSES:
             raise ValueError(f"unknown run status {status!r}")
-        self._save_run(self._stored_run(run_id).model_copy(update={"status": status, "finished_at": _now()}))
+        self._save_run(self._stored_run(run_id).model_copy(update={"status": status, "finished_at": _now(),
+                                                                   "stop_reason": reason}))
 
     def set_best(self, run_id: str, candidate_id: str) -> None:
         files.write_run(self.candidates_dir, self._stored_run(run_id).model_copy(update={"best": candidate_id}))

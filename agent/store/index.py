@@ -172,13 +172,13 @@ def index_run(db: sqlite3.Connection, r: RunRecord) -> None:
     db.execute(
         # an upsert, not INSERT OR REPLACE: replacing the row would cascade-delete the run's candidates
         "INSERT INTO runs (id, problem, stage, gpu, device, llm, model, status, started_at, finished_at,"
-        " best, pid, host, config) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
+        " best, pid, host, config, stop_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE SET"
         " problem=excluded.problem, stage=excluded.stage, gpu=excluded.gpu, device=excluded.device,"
         " llm=excluded.llm, model=excluded.model, status=excluded.status, started_at=excluded.started_at,"
         " finished_at=excluded.finished_at, best=excluded.best, pid=excluded.pid, host=excluded.host,"
-        " config=excluded.config",
+        " config=excluded.config, stop_reason=excluded.stop_reason",
         (r.id, r.config.problem, r.config.stage, r.gpu, r.device, r.config.llm, r.config.model, r.status,
-         _iso(r.started_at), _iso(r.finished_at), r.best, r.pid, r.host, r.config.model_dump_json()),
+         _iso(r.started_at), _iso(r.finished_at), r.best, r.pid, r.host, r.config.model_dump_json(), r.stop_reason),
     )
 
 
@@ -251,7 +251,7 @@ def run_from_row(db: sqlite3.Connection, row: sqlite3.Row) -> RunRecord:
         id=row["id"], config=RunConfig.model_validate_json(row["config"]), gpu=row["gpu"], device=row["device"],
         status=status, started_at=datetime.fromisoformat(row["started_at"]),
         finished_at=datetime.fromisoformat(row["finished_at"]) if row["finished_at"] else None,
-        best=row["best"], pid=row["pid"], host=row["host"], usage=usage(db, row["id"]),
+        best=row["best"], pid=row["pid"], host=row["host"], stop_reason=row["stop_reason"], usage=usage(db, row["id"]),
         iterations=max(last_complete(db, row["id"], row["status"])[0], 0),
         candidates=db.execute("SELECT COUNT(*) FROM candidates WHERE run_id = ?", (row["id"],)).fetchone()[0],
     )

@@ -21,6 +21,8 @@ class RunRecord(Model):
     gpu: str
     device: str
     status: RunStatus = "running"
+    stop_reason: str | None = Field(default=None, description="why an interrupted or failed run stopped, one line: "
+                                    "the signal, or the error (none for runs recorded before)")
     started_at: datetime
     finished_at: datetime | None = None
     best: str | None = Field(default=None, description="candidate id of the current best")

@@ -111,7 +111,11 @@ def stopped(run: RunRecord, iterations: list[IterationRecord], cands: list[Candi
     at = run.finished_at or last
     s = int(max((at - run.started_at).total_seconds(), 0.0))
     when = f"at {at.strftime('%H:%M:%S UTC')}, {s // 60}m{s % 60:02d}s in"
-    if run.status == "failed":
+    if run.stop_reason and run.status == "failed":
+        why = f"the run stopped on an error {when}: {run.stop_reason}"
+    elif run.stop_reason:  # "stopped by SIGTERM": the run recorded which signal
+        why = (f"{run.stop_reason} {when}; the run killed its candidates' sandboxes and recorded the stop")
+    elif run.status == "failed":
         why = f"the run stopped on an error {when} (its message went to the terminal; the store keeps no copy)"
     elif run.finished_at is not None:  # the run wrote "interrupted" itself: a stop signal reached it
         why = (f"stopped by a signal {when}: Ctrl-C (SIGINT), SIGTERM (timeout, a scheduler, a container stop) or "
