@@ -886,3 +886,37 @@ def test_a_load_inside_a_store_runs_before_it():
             v = tl.load(p + offs)
         """
     assert rules_of(later, FUSION) == {"stage-store-then-load"}
+
+
+OWN_LAYERS = """
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(8, 8, num_layers=2)
+        for i in range(2):
+            self.add_module(f"proj_{i}", nn.Linear(8, 8))
+
+    def weights(self, x):
+        return [{line} for layer in range(2)]
+"""
+
+
+@pytest.mark.parametrize("line", ['getattr(self.rnn, f"weight_ih_l{layer}")', 'getattr(self, f"proj_{layer}")',
+                                  'getattr(self.rnn, f"bias_hh_l{layer}_reverse", None)'])
+def test_getattr_of_an_own_layers_name_computed_after_a_public_prefix_is_allowed(line):
+    """nn.RNN's per-layer parameters and an answer's own numbered layers: only what the answer's class set."""
+    assert rules_of(OWN_LAYERS.replace("{line}", line)) == set()
+
+
+@pytest.mark.parametrize("line", [
+    'getattr(self, f"{layer}")',                  # no literal start: anything
+    'getattr(self, f"_{layer}")',                 # private, dunders
+    'getattr(self, f"register{layer}")',          # nn.Module's own API (register_forward_hook, ...)
+    'getattr(self, f"load{layer}")',              # load_state_dict
+    'getattr(torch, f"weight{layer}")',           # not the answer's own module
+    'getattr(self._modules, f"weight{layer}")',   # a private link in the chain
+    'getattr(x, f"weight{layer}")',               # not self
+])
+def test_getattr_with_a_computed_name_that_could_reach_beyond_the_answers_own_is_refused(line):
+    assert "escape" in rules_of(OWN_LAYERS.replace("{line}", line).replace("def weights(self, x)",
+                                                                             "def weights(self, x=None)"))

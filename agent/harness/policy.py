@@ -32,6 +32,7 @@ from agent.harness.mainguard import skip_main_guards, skip_type_checking
 from agent.harness.names import aliases as find_aliases
 from agent.harness.names import builtin_uses, chain_root, dotted
 from agent.harness.owned import is_own, own_instances
+from agent.harness.ownnames import reaches_only_own
 from agent.harness.ownself import SELF, is_own_self, unbound_uses
 from agent.harness.reach import Reach
 from agent.schema import StageRules
@@ -265,7 +266,7 @@ class _Checker:
             return
         name = node.args[1]
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
-            if fn.id == "getattr":
+            if fn.id == "getattr" and not reaches_only_own(node.args[0], name):
                 self.add(node, "escape", "getattr with a computed name is not allowed: use the attribute directly")
             return
         synthetic = ast.Attribute(value=node.args[0], attr=name.value, ctx=ast.Load())
