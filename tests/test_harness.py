@@ -50,11 +50,18 @@ def suite() -> dict[str, EvalResult]:
     return dict(zip(MANIFEST, evaluate_many(reqs)))
 
 
+# The manifest's size, pinned: an answer dropped from it (or added without a verdict) is noticed here.
+MANIFEST_ANSWERS = 224
+NOT_IN_MANIFEST = {"correct.py"}  # the honest reference answer many tests share, judged by them
+
+
 def test_every_threat_has_a_candidate_file_and_a_valid_verdict():
-    assert len(MANIFEST) >= 24
+    assert len(MANIFEST) == MANIFEST_ANSWERS
     for name, case in MANIFEST.items():
         assert (CANDIDATES / case["file"]).is_file(), name
         Verdict(case["verdict"])
+    answers = {p.name for p in CANDIDATES.iterdir() if p.is_file() and p.suffix in (".py", ".md", ".txt")}
+    assert answers - {c["file"] for c in MANIFEST.values()} == NOT_IN_MANIFEST
 
 
 @pytest.mark.slow

@@ -253,17 +253,26 @@ def trial_seed(seed: int, size_index: int, dist_index: int) -> int:
     return (seed * 7919 + 1009 * (size_index + 1) + 31 * dist_index) % (2**31)
 
 
-def plan_trials(sizes: list[SizeSet], seed: int, distributions: list[str]) -> list[TrialSpec]:
+def plan_trials(sizes: list[SizeSet], seed: int, distributions: list[str], wide: str | None = None) -> list[TrialSpec]:
     """Every size x distribution, in order. Per size: the first call on fresh buffers, the second with new values
     copied into those buffers, the third on new buffers of the same shape, and so on alternating: together they
     catch outputs cached by shape, by buffer address or by anything else. Every call is traced: a candidate counts
-    its calls, so one traced call per size would tell it when to do the stage's work honestly."""
+    its calls, so one traced call per size would tell it when to do the stage's work honestly.
+
+    `wide` (a "randn*S" draw of large S): one more trial at the first size whose draws are the defaults (a size
+    naming its own keeps to them: its inputs may have a domain), on new buffers: values far past N(0, 1), where a
+    formula that overflows (tanh as (e^2x - 1)/(e^2x + 1), NaN past x = 44; softplus without its threshold) or a
+    softmax without its max subtracted goes wrong while PyTorch's own stays right."""
     trials: list[TrialSpec] = []
     for s, size in enumerate(sizes):
         for d, dist in enumerate(size.distributions or distributions):
             use: BufferUse = "fresh" if d == 0 else "same" if d % 2 == 1 else "new"
             trials.append(TrialSpec(id=len(trials), size=s, distribution=dist, seed=trial_seed(seed, s, d), buffer=use,
                                     trace=True))
+    first = next((s for s, size in enumerate(sizes) if not size.distributions), None)
+    if wide is not None and first is not None:
+        trials.append(TrialSpec(id=len(trials), size=first, distribution=wide,
+                                seed=trial_seed(seed, first, len(distributions)), buffer="new", trace=True))
     return trials
 
 

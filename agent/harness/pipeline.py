@@ -362,7 +362,7 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             if req.precision == "kernelbench":  # its own draws, nothing added: comparable with published results
                 trials = kernelbench.trials(sizes, inputs)
             else:
-                trials = plan_trials(sizes, inputs, drawn)
+                trials = plan_trials(sizes, inputs, drawn, settings().validation.wide_distribution)
                 if device == "cpu":  # where the truth saturates on every draw: inputs that keep it in range
                     trials += varied_trials(shared.varied(req.problem, sizes, drawn), sizes, drawn, inputs, len(trials))
             plans[key] = (seed, inputs, trials, plan_timing(device, seed) if req.time_it else None)

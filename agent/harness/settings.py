@@ -16,6 +16,7 @@ class _Section(BaseModel):
 
 class ValidationSettings(_Section):
     distributions: list[str]
+    wide_distribution: str | None = None
     tolerance_floor: float
     tolerance_factor: float
     tf32_tolerance_floor: float
