@@ -60,6 +60,8 @@ def test_every_threat_has_a_candidate_file_and_a_valid_verdict():
     for name, case in MANIFEST.items():
         assert (CANDIDATES / case["file"]).is_file(), name
         Verdict(case["verdict"])
+        Verdict(case.get("gpu_verdict", case["verdict"]))  # bench/gpu_manifest_check.py's, where the GPU's differs
+        assert case["verdict"] != "needs_gpu" or "gpu_verdict" in case, f"{name}: what does a GPU judge it?"
     answers = {p.name for p in CANDIDATES.iterdir() if p.is_file() and p.suffix in (".py", ".md", ".txt")}
     assert answers - {c["file"] for c in MANIFEST.values()} == NOT_IN_MANIFEST
 
