@@ -36,6 +36,8 @@ class Ablation:
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
+        # a tensor's own attributes shadow its class's methods: the candidate's tensors are read through the class
+        self.base: Any = torch._C.TensorBase
         self._saved: list[tuple[Any, Any, Any]] = []  # (a tensor on the storage, where, what it held)
 
     def destroy_stored(self, by_key: dict[int, Any], stored: dict[int, Any], storage_of: Any) -> None:
@@ -53,24 +55,25 @@ class Ablation:
 
     def destroy_arguments(self, tensors: list[Any], protected: set[int]) -> None:
         """GPU: NaN over every floating argument that is neither an input of the forward nor a weight."""
-        torch = self.torch
+        torch, base = self.torch, self.base
         for t in tensors:
-            if not t.is_floating_point() or not t.numel():
+            if not base.is_floating_point(t) or not base.numel(t):
                 continue
-            if int(t.untyped_storage().data_ptr()) in protected:
+            if int(torch._C.StorageBase.data_ptr(base.untyped_storage(t))) in protected:
                 continue
-            self._saved.append((t, None, t.detach().clone()))
-            t.detach().fill_(float("nan"))
+            view = base.detach(t)
+            self._saved.append((view, None, base.clone(view)))
+            base.fill_(view, float("nan"))
         torch.cuda.synchronize()
 
     def restore(self) -> None:
         """Put back what the launches wrote, in launch order (the last writer's bytes stay)."""
-        torch = self.torch
+        torch, base = self.torch, self.base
         for t, where, held in self._saved:
             if where is None:
-                t.detach().copy_(held)
+                base.copy_(t, held)
             else:
-                raw = torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage()).numpy()
+                raw = torch.empty(0, dtype=torch.uint8).set_(base.untyped_storage(t)).numpy()
                 if where.size and int(where.max()) < raw.size:
                     raw[where] = held
         self._saved = []
