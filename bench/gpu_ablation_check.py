@@ -16,8 +16,9 @@ the call (agent.harness.ablation). What this checks there:
   only (the harness's numpy read makes a CPU buffer unresizable; on a GPU it resizes every call): expect
   `rule_violation` too.
 - roundtrip_in_sixteen_launches, roundtrip_parked_in_the_output (memory-fusion): on a GPU the writes are the changed
-  bytes (no per-store record): the sixteen launches are summed; the parked intermediate is inside the output's
-  storage, which the GPU's union of changed spans leaves out, so it is refused only in CPU mode (reported here).
+  bytes (no per-store record): the sixteen launches are summed, and the parked intermediate changes bytes of the
+  output's storage past the returned view. Expect `rule_violation` for both (the same-launch read-back itself is
+  measured only in CPU mode).
 - legit_split_reduction, legit_last_block_reduction, legit_autotune_prune_reset: honest partials and atomics.
   Expect `correct`.
 
@@ -57,7 +58,7 @@ def cases() -> dict[str, tuple[str, str, str, str]]:
         "matmul_reduction_under_a_fixed_allowance": ("gap44", fusion, "", refused),
         "storage_moved_by_resize": ("gap44", fusion, "", refused),
         "roundtrip_in_sixteen_launches": ("gap44", fusion, "", refused),
-        "roundtrip_parked_in_the_output": ("gap44", fusion, "", "reported"),
+        "roundtrip_parked_in_the_output": ("gap44", fusion, "", refused),
         "legit_split_reduction": ("gap44", fusion, "", ok),
         "legit_last_block_reduction": ("gap44", fusion, "", ok),
         "legit_autotune_prune_reset": ("gap44", fusion, "", ok),
@@ -81,7 +82,7 @@ def main() -> int:
         print(f"{name:42s} {r.verdict.value:14s} {t.device_ms if t else '-'!s:>10} ms  {r.message[:160]}")
     out = Path(os.environ.get("OUT", ".")) / "gpu_ablation_check.json"
     out.write_text(json.dumps(rows, indent=1))
-    wrong = [row for row in rows if row["expected"] != "reported" and row["verdict"] != row["expected"]]
+    wrong = [row for row in rows if row["verdict"] != row["expected"]]
     print(f"{len(rows) - len(wrong)}/{len(rows)} as expected; results in {out}")
     return 1 if wrong else 0
 

@@ -79,6 +79,19 @@ def test_an_intermediate_written_in_sixteen_launches_is_summed_over_the_call():
     assert traced(trial([*pieces[:1], reduce]), REFERENCE, FUSION) is None  # one sixteenth alone is allowed
 
 
+def test_on_a_gpu_a_write_past_the_returned_view_in_its_own_storage_is_outside_the_output():
+    """No per-store record there: the changed spans of the returned tensor's storage beyond the view it returned
+    (an intermediate parked past the output's end) count; the view's own bytes do not."""
+    parked = Launch(kernel="parked", args=[span(1), Span(id=2, lo=0, hi=8192 + 32 * MB)],
+                    written=[Span(id=2, lo=0, hi=8192 + 32 * MB)])
+    t = trial([parked])
+    t.trace.storages = [*STORAGES[:2], Storage(id=2, bytes=8192 + 32 * MB)]
+    t.trace.output_spans = [Span(id=2, lo=0, hi=8192)]
+    assert "wrote 32.00 MB outside the returned tensor in 1 launches" in (traced(t, REFERENCE, FUSION) or "")
+    t.trace.launches = [parked.model_copy(update={"written": [Span(id=2, lo=0, hi=8192)]})]
+    assert traced(t, REFERENCE, FUSION) is None
+
+
 def test_measured_traffic_counts_the_outputs_own_storage_beyond_its_extent_and_every_reload():
     """CPU mode records every store and load: an intermediate parked in the returned tensor's storage past the
     returned view, and read back within the same launch, is 32 MB written outside the output; a reload alone (the

@@ -174,6 +174,8 @@ class Trace(Model):
                                 "(agent.harness.trace.watches_the_gpu), tensor classes of the candidate's")
     flags: list[str] = Field(default_factory=list, description="numeric flags that differed from the harness's where "
                              "an operator ran (agent.harness.trace.Tracker.flags_where)")
+    output_spans: list[Span] = Field(default_factory=list, description="the bytes of their storages the returned "
+                                     "tensors cover (a write past them is not the output)")
     measured: bool = Field(default=False, description="every load and store of the launches was recorded (CPU mode)")
     traffic: list[Traffic] = Field(default_factory=list, description="measured: per storage, what the launches wrote "
                                    "outside the output and read back")

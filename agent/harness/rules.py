@@ -216,23 +216,45 @@ def _operands(trace: Trace, ref_heavy: dict[str, tuple[list[str], int, int]]) ->
 
 def _outside(trace: Trace, operands: set[int]) -> dict[int, int]:
     """Per storage, the bytes the call's launches wrote outside the returned tensors, each byte once: measured where
-    every store was recorded (the output's own storage beyond its extent included), else the union of each
-    storage's written spans (the returned tensors' storages left out)."""
+    every store was recorded, else the union of each storage's changed spans; either way the returned tensors' own
+    storages count beyond the bytes the returned views cover (an intermediate parked past the output's end)."""
     if trace.measured:
         return {t.id: t.written for t in trace.traffic if t.written and t.id not in operands}
     spans: dict[int, list[tuple[int, int]]] = {}
     for launch in trace.launches:
         for w in launch.written:
-            if w.id not in operands and w.id not in trace.outputs:
+            if w.id not in operands:
                 spans.setdefault(w.id, []).append((w.lo, w.hi))
     out = {}
     for sid, parts in spans.items():
-        total, end = 0, -1
-        for lo, hi in sorted(parts):
-            total += max(0, hi - max(lo, end))
-            end = max(end, hi)
-        out[sid] = total
+        covered = _union(parts)
+        if sid in trace.outputs:
+            if not trace.output_spans:  # a record from before output_spans: the whole storage was the output
+                continue
+            covered -= _overlap(_merged(parts), _merged([(e.lo, e.hi) for e in trace.output_spans if e.id == sid]))
+        if covered:
+            out[sid] = covered
     return out
+
+
+def _merged(parts: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Disjoint, sorted intervals covering the same bytes."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(parts):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        elif hi > lo:
+            out.append((lo, hi))
+    return out
+
+
+def _union(parts: list[tuple[int, int]]) -> int:
+    return sum(hi - lo for lo, hi in _merged(parts))
+
+
+def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
+    """Bytes in both of two sets of disjoint intervals."""
+    return sum(max(0, min(h1, h2) - max(l1, l2)) for l1, h1 in a for l2, h2 in b)
 
 
 def _summed_refused(trace: Trace, limit: float, storages: dict, ref_heavy: dict[str, tuple[list[str], int, int]],

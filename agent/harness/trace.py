@@ -252,7 +252,8 @@ class Tracker:
             trace = Trace(launches=self._launch_log, ops=list(self._ops.values()), reads=self._reads,
                           inputs=self._input_ids, outputs=[self._id(t) for t in outputs],
                           storages=list(self._storages.values()), watching=self._watching, flags=self._flags_set,
-                          measured=self.memory is not None, traffic=self.traffic(outputs))
+                          output_spans=[self._extent(t) for t in outputs], measured=self.memory is not None,
+                          traffic=self.traffic(outputs))
             self.tracing = False
             return launched, trace
         finally:
