@@ -3,9 +3,11 @@
 # folder of $OUT and its log to $OUT/<check>.log; a check that fails does not stop the others.
 #   red7, legit7 (sixth session), red8, legit8 (seventh), red9, legit9 (eighth): hostile and honest answers near the trust boundary's
 #   changes, each script's last line "all as expected" or the cases that were not;
+#   ablation (issue 34): the ablated call on a GPU (launch arguments destroyed, not stores), honest small ops after
+#   the kernels, the memory-counted work share, memory-fusion's summed writes;
 #   window: the offline window families (kb_96 pool_fused against torch.compile's 4.546 ms device on an H100).
 # Usage (GPU machine, repo root, wheels installed to /opt/site): bash bench/gpu_pending.sh [CHECK ...]
-#   CHECKS default: red9 legit9 legit8 red7 legit7 (the order of what is least covered elsewhere; red8 and window
+#   CHECKS default: ablation red9 legit9 legit8 red7 legit7 (the order of what is least covered elsewhere; red8 and window
 #   ran in the eighth session: red8 all as expected; every pool variant correct, pool_fused measured by the goal run, BENCHMARKS §13)
 # Measured on an H100 (eighth session): more than one call's 10 minutes in all. Beside legit8, red8 took about 9 minutes
 # (10 gap44 answers and their baselines); legit8 needs more than 9 (seven problems, each with its own
@@ -14,7 +16,7 @@
 set -u
 export PYTHONPATH=${PYTHONPATH:-/opt/site}:$PWD NO_COLOR=1 COLUMNS=160 PYTHONUNBUFFERED=1
 OUT=${OUT:-./pending_out}; mkdir -p "$OUT"
-for C in ${*:-red9 legit9 legit8 red7 legit7}; do
+for C in ${*:-ablation red9 legit9 legit8 red7 legit7}; do
   D=$OUT/$C; mkdir -p "$D"; t0=$(date +%s)
   case $C in
     window) OUT=$D bash bench/gpu_window_check.sh > "$OUT/$C.log" 2>&1 ;;

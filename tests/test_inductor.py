@@ -233,7 +233,7 @@ def test_torch_compiles_mm_for_the_models_linear_is_the_models_matmul_layer(tmp_
 
     assert {op.name for op in reference.ops if op.kind == "heavy"} == {"addmm"}
     assert {op.name for op in candidate.ops if op.kind == "heavy"} == {"mm"}
-    strict = settings().model_copy(update={"rules": settings().rules.model_copy(update={"heavy_slack_bytes": 0})})
+    strict = settings().model_copy(update={"rules": settings().rules.model_copy(update={"heavy_slack": 0.0})})
     monkeypatch.setattr(rules, "settings", lambda: strict)
     trial = TrialRecord(id=0, size="cpu-odd", distribution="problem", buffer="fresh", launches=1,
                         output_launched=True, output_shapes=[[3, 31]], trace=candidate)

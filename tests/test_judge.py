@@ -1,4 +1,5 @@
-"""agent.harness.judge: which trials' outputs are all zeros (the run-time rules accept an unseen write there)."""
+"""agent.harness.judge: the ablated call's verdict (agent.harness.ablation): an output still right with every
+launch's writes destroyed was not computed by the kernels; a wrong one, NaN, or an exception means they did."""
 
 from __future__ import annotations
 
@@ -6,16 +7,46 @@ from types import SimpleNamespace
 
 import torch
 
-from agent.harness.judge import _zero_outputs
+from agent.harness.ablation import still_right
+from agent.harness.job import Ablated, TrialRecord, WorkerResult
+from agent.harness.judge import _ablated
+from agent.harness.validate import Reference
+
+TRUTH = torch.linspace(-1.0, 1.0, 12, dtype=torch.float64).reshape(3, 4)
+REF = Reference(trials=[TrialRecord(id=4, size="cpu", distribution="randn", buffer="fresh", eager_errors=[1e-7])],
+                truths=[[TRUTH]])
 
 
-def test_only_trials_whose_every_output_is_an_all_zero_tensor_count():
-    known = [(SimpleNamespace(id=0), [torch.zeros(3), torch.tensor([-0.0])]),
-             (SimpleNamespace(id=1), [torch.zeros(3), torch.tensor([0.0, 1e-30])]),
-             (SimpleNamespace(id=2), [torch.zeros(0)]),
-             (SimpleNamespace(id=3), [0.0]),
-             (SimpleNamespace(id=4), [])]
-    assert _zero_outputs(known) == frozenset({0})
+def result(trial: int = 4, error: str | None = None) -> WorkerResult:
+    return WorkerResult(mode="evaluate", ok=True, ablated=Ablated(trial=trial, launches=2, error=error))
+
+
+def test_an_output_still_right_after_the_writes_were_destroyed_is_refused():
+    msg = _ablated(result(), REF, (4, [[TRUTH.float()]]), "fp32")
+    assert msg and "still right when every Triton launch's writes are destroyed" in msg and "2 launches" in msg
+    assert "the kernels did not compute it" in msg
+
+
+def test_nan_a_wrong_value_or_an_exception_show_the_kernels_did_the_work():
+    nan = TRUTH.float().clone()
+    nan[0, 0] = float("nan")
+    assert _ablated(result(), REF, (4, [[nan]]), "fp32") is None
+    assert _ablated(result(), REF, (4, [[TRUTH.float() + 0.1]]), "fp32") is None
+    assert _ablated(result(error="IndexError: out of bounds"), REF, (4, [[]]), "fp32") is None
+
+
+def test_an_ablated_call_asked_for_and_missing_or_elsewhere_is_tampering():
+    bare = WorkerResult(mode="evaluate", ok=True)
+    assert "[tampering]" in (_ablated(bare, REF, (4, []), "fp32") or "")
+    assert "[tampering]" in (_ablated(result(trial=5), REF, (4, [[TRUTH.float()]]), "fp32") or "")
+    assert _ablated(bare, REF, (None, []), "fp32") is None  # none asked (a job from before ablation)
+
+
+def test_still_right_names_each_floating_output_within_its_tolerance():
+    assert still_right(REF, 4, [TRUTH.float()], "fp32") == [0]
+    assert still_right(REF, 4, [torch.zeros(3, 4)], "fp32") == []
+    assert still_right(REF, 4, [TRUTH.float().reshape(4, 3)], "fp32") == []  # another shape is not right
+    assert still_right(REF, 9, [TRUTH.float()], "fp32") == []  # no such trial
 
 
 def test_a_cuda_requirement_met_in_cpu_mode_is_needs_gpu_and_on_a_gpu_the_error_it_is():

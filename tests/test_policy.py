@@ -390,6 +390,16 @@ def test_rejects_escapes_through_objects_it_cannot_resolve(line):
 
 
 @pytest.mark.parametrize("line", [
+    "def f(t, o):\n    o.map_(t, lambda a, b: b)", "def f(t):\n    t.apply_(lambda v: v * 2)",
+    "def f(t, a, b):\n    t.map2_(a, b, lambda x, y, z: y + z)",
+])
+def test_rejects_per_element_python_over_a_tensor(line):
+    """Tensor.apply_/map_/map2_ run Python per element with no operator the recorder sees (a copy of the data into
+    a buffer nothing links to it); they exist only on the CPU, so no GPU answer needs them."""
+    assert "host-compute" in rules_of(line)
+
+
+@pytest.mark.parametrize("line", [
     "'{0.__init__.__globals__}'.format(k)", "import operator\noperator.attrgetter('x')",
     "type(torch.ones(1)).mean = None", "def f(x):\n    type(x).add = None",
     "@triton.jit\ndef g(a):\n    p = a.to(tl.pointer_type(tl.float32))", "help(torch)", "dir(); input()",

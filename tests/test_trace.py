@@ -66,7 +66,7 @@ def test_a_launch_records_what_it_was_given_and_the_bytes_it_changed():
     assert launch["kernel"] == "scale" and got["launches"] == 1 and got["launched"]
     x_span, y_span = launch["args"]
     assert (x_span["lo"], x_span["hi"]) == (32, 64)
-    assert launch["written"] == [{"id": y_span["id"], "lo": 64, "hi": 96}]
+    assert launch["written"] == [{"id": y_span["id"], "lo": 64, "hi": 96, "bytes": 32}]  # every store recorded
     assert got["trace"]["outputs"] == [y_span["id"]]
 
 
@@ -473,3 +473,81 @@ def test_a_numeric_flag_set_around_an_operator_and_put_back_is_recorded_where_th
     ''', last=2)
     assert got[0]["trace"]["flags"] == ["cudnn.benchmark False -> True at aten.convolution"]
     assert got[1]["trace"]["flags"] == []
+
+
+# ---------------------------------------------------------------- issue 34: what a launch stored, destroyed, measured
+
+
+def test_a_store_of_the_bytes_a_buffer_already_held_is_a_write():
+    """A saturated output equal, byte for byte, to what the buffer held after the previous call; zeros stored into
+    torch.zeros: no byte changes, yet the launch wrote them (was: no write seen, "not written by any Triton kernel")."""
+    got = run('''
+        out = torch.full((8,), 2.0)
+        def fwd(x):
+            scale[(1,)](x, out, 8, 2.0, B=8)   # 1.0 * 2.0 into a buffer of 2.0s
+            return out
+        record(fwd, [torch.ones(8)])
+    ''')
+    [launch] = got["trace"]["launches"]
+    assert launch["written"] == [{"id": got["trace"]["outputs"][0], "lo": 0, "hi": 32, "bytes": 32}]
+
+
+def test_an_ablated_call_sees_nan_where_each_launch_stored_and_the_stores_come_back_after():
+    got = run('''
+        keep = torch.zeros(8)
+        def fwd(x):
+            y = torch.empty(8)
+            scale[(1,)](x, y, 8, 3.0, B=8)            # y = 3x, destroyed as the launch returns
+            scale[(1,)](x, keep, 4, 0.0, B=8)         # a workspace the kernel zeroes (first half): kept across calls
+            return y + 1.0, (y + 1.0).isnan().all().item(), keep.isnan().sum().item()
+        x = torch.ones(8)
+        tracker.begin(True, [x], ablate=True)
+        with tracker.dispatch_mode():
+            out, all_nan, keep_nan = fwd(x)
+        tracker.end([out])
+        tracker.restore()
+        print(json.dumps({"all_nan": all_nan, "keep_nan": keep_nan, "keep": keep.tolist(), "x": x.tolist()}))
+    ''')
+    assert got["all_nan"] and got["keep_nan"] == 4  # exactly the four elements stored, nothing else
+    assert got["keep"] == [0.0] * 8 and got["x"] == [1.0] * 8  # put back: the state a plain call leaves
+
+
+def test_traffic_counts_writes_past_the_returned_view_and_every_reload_of_a_stored_location():
+    got = run('''
+        @triton.jit
+        def park(x, buf, n, B: tl.constexpr):
+            o = tl.arange(0, B)
+            tl.store(buf + n + o, tl.load(x + o, mask=o < n), mask=o < n)   # parked past the returned view
+            v = tl.load(buf + n + o, mask=o < n, other=0.0)                  # read back in the same launch
+            tl.store(buf + tl.arange(0, 1), tl.sum(v, axis=0) + tl.zeros((1,), dtype=tl.float32))
+        def fwd(x):
+            buf = torch.empty(16)
+            park[(1,)](x, buf, 8, B=8)
+            park[(1,)](x, buf, 8, B=8)   # again: the parked bytes are counted once, every reload each time
+            return buf[:1]
+        record(fwd, [torch.ones(8)])
+    ''')
+    trace = got["trace"]
+    assert trace["measured"]
+    [traffic] = trace["traffic"]
+    assert traffic["id"] == trace["outputs"][0] and traffic["written"] == 32  # the parked bytes; the returned 4 are not
+    assert traffic["reloaded"] == 2 * 32
+
+
+def test_pytorch_reading_the_inputs_memory_through_another_storage_counts_as_the_data():
+    """An alias through DLPack (another storage object, one element in) and a storage resize_ moved: the recorder
+    linked neither to the input; what it compares now is the memory they reach."""
+    got = run('''
+        def fwd(x):
+            flat = x.view(-1)
+            alias = torch.from_dlpack(flat[1::6]).as_strided((7,), (1,), 0)   # x[1:], at another address
+            a = alias.sum()
+            x.view(-1).resize_(64)                                             # x's storage moves
+            b = (x * 2.0).sum()
+            out = torch.empty(1)
+            scale[(1,)](out, out, 1, 1.0, B=1)
+            return out + a * 0 + b * 0
+        record(fwd, [torch.ones(8)])
+    ''')
+    ops = {op["name"]: op for op in got["trace"]["ops"]}
+    assert ops["sum"]["data_bytes"] == 7 * 4 + 8 * 4 and ops["mul"]["data_bytes"] >= 8 * 4

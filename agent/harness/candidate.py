@@ -142,6 +142,7 @@ class _Session:
         self.sources.install()
         sys.setrecursionlimit(STACK_ROOM)  # see trace.near_the_recursion_limit
         self.outputs: list[list[Any]] = []
+        self.ablated: list[list[Any]] = []  # the ablated call's outputs (at most one call)
         self.out_file = job.outputs_dir / "outputs.pt"
         self.refusals: list[str] = []
 
@@ -202,6 +203,10 @@ class _Session:
                     with self.trusted.collector_off():  # the candidate's finalizers run between calls only
                         self._trial(trial, p, model_new, models, buffers)
                         self.trusted.collect()
+                    if p == 0 and trial.id == job.ablate:
+                        with self.trusted.collector_off():
+                            self._ablated(trial, models[trial.size])
+                            self.trusted.collect()
                     if "first" not in result.marks:  # the first call compiles the kernels (and autotunes)
                         mark(result, "first", job)
                     if timed is None and trial.size == 0:
@@ -216,7 +221,7 @@ class _Session:
             result.config_passes = max(1, p if result.error is None else p + 1)
             result.config_labels = [self.passes.labels[i] for i in sorted(self.passes.labels)]
             result.tampered = self.tampered()
-            torch.save({"outputs": self.outputs, "timing": []}, self.out_file)
+            torch.save({"outputs": self.outputs, "timing": [], "ablated": self.ablated}, self.out_file)
             result.outputs_file = self.out_file
         if result.error or result.tampered:
             raise Stop
@@ -263,6 +268,38 @@ class _Session:
         self.result.trials.append(record)
         del out, warmed  # here, with the call's outputs copied: a finalizer tied to them runs now, not in a call
 
+    def _ablated(self, trial: TrialSpec, model: Any) -> None:
+        """One more call on the trial's inputs drawn again, every launch's writes destroyed as it returns
+        (agent.harness.ablation); its outputs go to the parent, which judges whether they are still right. What it
+        raises is reported, not an error of the candidate: destroyed writes may break a forward that used them."""
+        import torch
+
+        from agent.harness.job import Ablated
+
+        job, trusted, tracker = self.job, self.trusted, self.tracker
+        inputs = make_inputs(self.modules[trial.size], trial.distribution, trial.seed, job.device)
+        tracker.weights = module_weights(model, torch)
+        tracker.begin(True, inputs, ablate=True)
+        record = Ablated(trial=trial.id)
+        tensors: list[Any] = []
+        try:
+            with torch.no_grad(), tracker.dispatch_mode():
+                out = model(*inputs)
+            sync(job.device)
+            self._plain(inputs, out)
+            _, tensors = flatten(out)
+        except NotPlain:
+            raise
+        except Exception as e:  # the candidate's own exception, with what was destroyed
+            record.error = f"{type(e).__name__}: {e}"[:300]
+            out = None
+        tracker.end(tensors)
+        record.launches = tracker.launches
+        self.ablated.append([trusted.to(trusted.clone(t.detach()), "cpu") for t in tensors])
+        tracker.restore()
+        self.result.ablated = record
+        del out
+
     def _plain(self, inputs: list[Any], out: Any) -> None:
         """Before the harness reads anything of a call: the tensors it returned and was handed hold no attributes of
         their own (own_attributes); one that does is tampering, and the worker stops before reading it."""
@@ -297,7 +334,7 @@ class _Session:
                             buffer=f"timed call, checked {k + 1} of {len(bench.traces)}",
                             output_shapes=shapes, launches=launches, output_launched=launched, trace=trace)
                 for k, (launches, launched, trace, shapes) in enumerate(bench.traces)]
-            torch.save({"outputs": self.outputs, "timing": bench.outputs}, self.out_file)
+            torch.save({"outputs": self.outputs, "timing": bench.outputs, "ablated": self.ablated}, self.out_file)
 
 
 def profile(job: WorkerJob, gpu: Gpu) -> int:

@@ -84,6 +84,8 @@ class WorkerJob(Model):
     profile_warmup: int = 3
     nvtx_range: str = "agent_profile"
     gpu_lock: Path | None = Field(default=None, description="the GPU's lock file, where several workers share the GPU")
+    ablate: int | None = Field(default=None, description="evaluate: the trial after which one more call runs on that "
+                               "trial's inputs with what each launch wrote destroyed (agent.harness.ablation)")
 
 
 class WorkerError(Model):
@@ -114,6 +116,22 @@ class Span(Model):
     id: int
     lo: int
     hi: int
+    bytes: int = Field(default=0, description="the bytes inside the span a launch wrote, where they were recorded "
+                       "one by one (CPU mode); 0: the whole span")
+
+    @property
+    def size(self) -> int:
+        return self.bytes or self.hi - self.lo
+
+
+class Traffic(Model):
+    """One storage's memory traffic in a call, as the interpreter recorded every load and store (CPU mode)."""
+
+    id: int
+    written: int = Field(default=0, description="bytes the call's launches stored outside the returned tensors' "
+                         "extents, each byte once however many launches wrote it")
+    reloaded: int = Field(default=0, description="bytes the launches loaded from locations a launch of the call had "
+                          "stored (the same launch included), every load counted: a round trip through memory")
 
 
 class Launch(Model):
@@ -157,6 +175,11 @@ class Trace(Model):
                                 "(agent.harness.trace.watches_the_gpu), tensor classes of the candidate's")
     flags: list[str] = Field(default_factory=list, description="numeric flags that differed from the harness's where "
                              "an operator ran (agent.harness.trace.Tracker.flags_where)")
+    output_spans: list[Span] = Field(default_factory=list, description="the bytes of their storages the returned "
+                                     "tensors cover (a write past them is not the output)")
+    measured: bool = Field(default=False, description="every load and store of the launches was recorded (CPU mode)")
+    traffic: list[Traffic] = Field(default_factory=list, description="measured: per storage, what the launches wrote "
+                                   "outside the output and read back")
 
 
 class TrialRecord(Model):
@@ -180,6 +203,14 @@ class TrialRecord(Model):
     launches: int = Field(default=0, description="Triton launches during this call")
     output_launched: bool = Field(default=False, description="every returned tensor's storage was given to a launch")
     trace: Trace | None = None
+
+
+class Ablated(Model):
+    """The call with every launch's writes destroyed (agent.harness.ablation), as it ended."""
+
+    trial: int = Field(description="the trial whose inputs it ran on")
+    launches: int = 0
+    error: str | None = Field(default=None, description="what it raised (the destroyed writes broke the forward)")
 
 
 class BenchStats(Model):
@@ -238,6 +269,8 @@ class WorkerResult(Model):
     torch_version: str = ""
     tampered: list[str] = Field(default_factory=list, description="what the candidate changed in torch, triton, "
                                                                    "builtins or the harness at run time")
+    ablated: Ablated | None = Field(default=None, description="the ablated call (WorkerJob.ablate), its outputs under "
+                                   "'ablated' in the outputs file")
     marks: dict[str, float] = Field(default_factory=dict, description="time.monotonic() as each phase ended")
     waits: dict[str, float] = Field(default_factory=dict, description="seconds spent waiting for the GPU's lock, "
                                     "by kind (shared, exclusive)")
@@ -331,6 +364,7 @@ def prepare_job(
     time_eager: bool = False,
     gpu_lock: Path | None = None,
     publish: bool = True,
+    ablate: int | None = None,
 ) -> Path:
     """Lay out a workdir (problem copy, candidate file, outputs dir) and write its job; returns the job path.
 
@@ -362,6 +396,7 @@ def prepare_job(
         result_path=workdir / RESULT_FILE,
         outputs_dir=outputs,
         gpu_lock=gpu_lock,
+        ablate=ablate,
     )
     return write_job(workdir, job, publish)
 

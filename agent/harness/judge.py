@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent.harness import gpuonly, rules
+from agent.harness.ablation import still_right
 from agent.harness.job import Device, TrialSpec, WorkerResult
 from agent.harness.limit import Limit
 from agent.harness.sandbox import SandboxResult
@@ -23,9 +24,11 @@ from agent.schema import EvalResult, Objective, Timing, Verdict
 
 def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: Reference, base: WorkerResult | None,
           outputs: list[list[Any]], timed: list[list[Any]], trials: list[TrialSpec], req: Any, device: str,
-          limit: Limit, energy_pool: range = range(0)) -> None:
+          limit: Limit, energy_pool: range = range(0),
+          ablation: tuple[int | None, list[list[Any]]] = (None, [])) -> None:
     """Fill result's verdict, message, checks and timing. `energy_pool`: the timing pool's indices checked in the
-    energy loop (their outputs come back only where energy was measured)."""
+    energy loop (their outputs come back only where energy was measured). `ablation`: the trial after which the
+    worker was asked for an ablated call, and that call's outputs (agent.harness.ablation)."""
     asked = {t.id for t in trials}
     invented = sorted({r.id for r in (res.trials if res else [])} - asked)
     known = [(r, o) for r, o in zip(res.trials if res else [], outputs) if r.id in asked]
@@ -71,11 +74,14 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
                           f"({invented[:5]})" if invented else "") + ": the report was tampered with [tampering]")
         return
     reference_traces = {t.id: t.trace for t in ref.trials if t.trace is not None}
-    broken = rules.judge(res.trials, reference_traces, req.stage.rules, _zero_outputs(known))
+    broken = rules.judge(res.trials, reference_traces, req.stage.rules) or _ablated(res, ref, ablation, precision)
     if broken:
         result.verdict, result.message = Verdict.RULE_VIOLATION, broken + " [run-time]"
         return
     result.verdict, result.message = Verdict.CORRECT, v.message if v else "correct"
+    traffic = rules.round_trips(res.trials, req.stage.rules)
+    if traffic:
+        result.message += f"; {traffic}"
     if res.timing is None:
         return
     t = res.timing
@@ -105,12 +111,26 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     result.timing = timing
 
 
-def _zero_outputs(known: list[tuple[Any, list[Any]]]) -> frozenset[int]:
-    """The trials whose outputs (as the parent received them) are all tensors, every one all zeros."""
-    import torch
-
-    return frozenset(r.id for r, outs in known if outs and all(
-        isinstance(o, torch.Tensor) and o.numel() and not bool(o.any()) for o in outs))
+def _ablated(res: WorkerResult, ref: Reference, ablation: tuple[int | None, list[list[Any]]],
+             precision: str) -> str | None:
+    """The ablated call's verdict (agent.harness.ablation): None where destroying what the launches wrote made the
+    output wrong (or the forward raise); the rule's message where an output is still right."""
+    asked, outputs = ablation
+    if asked is None:
+        return None
+    got = res.ablated
+    if got is None or got.trial != asked or len(outputs) != 1:
+        return (f"the candidate's process reported no ablated call after trial {asked} where the harness asked for "
+                "one: the report was tampered with [tampering]")
+    if got.error is not None:
+        return None
+    right = still_right(ref, asked, outputs[0], precision)
+    if not right:
+        return None
+    which = "the returned tensor" if len(outputs[0]) == 1 else f"returned tensor {right[0]}"
+    return (f"{which} is still right when every Triton launch's writes are destroyed as it returns (NaN over what it "
+            f"stored; {got.launches} launches, on the inputs of trial {asked}): the kernels did not compute it, "
+            "PyTorch or Python did")
 
 
 def _timed_rules(res: WorkerResult, ref: Reference, expected: int, stage_rules: Any,
@@ -123,8 +143,7 @@ def _timed_rules(res: WorkerResult, ref: Reference, expected: int, stage_rules: 
         return (f"the candidate's process reported {len(timed)} traced timed calls where the harness checked "
                 f"{expected}: the report was tampered with [tampering]")
     first = ref.trials[0].trace if ref.trials else None
-    broken = rules.judge(timed, {t.id: first for t in timed if first is not None}, stage_rules,
-                         _zero_outputs(list(zip(timed, outputs))))
+    broken = rules.judge(timed, {t.id: first for t in timed if first is not None}, stage_rules)
     return f"{broken} (while timed) [run-time]" if broken else None
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import logging
 import os
+import secrets
 import shutil
 import tempfile
 import time
@@ -192,8 +193,11 @@ def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Li
     try:
         lim = limit()
         passes = ConfigPasses(workdir / "result.json", lim.seconds) if lim.per_pass else None
+        # the ablated call's place among the calls is drawn per candidate, out of its sight (agent.harness.ablation)
+        ablate = secrets.choice(job.trials).id if job.trials else None
         path = prepare_job(workdir, "evaluate", req.problem, code=job.code, device=device, seed=job.seed,
-                           trials=job.trials, plan=job.plan, gpu_lock=req.gpu_lock, publish=warm is None)
+                           trials=job.trials, plan=job.plan, gpu_lock=req.gpu_lock, publish=warm is None,
+                           ablate=ablate)
         spawned = time.monotonic()
         if warm is not None:
             warm.release(lim.seconds, passes)
@@ -215,8 +219,9 @@ def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Li
         truth_s = time.monotonic() - exited
         outputs = load_tensors(res.outputs_file, "outputs", workdir) if res else []
         timed = load_tensors(res.outputs_file, "timing", workdir) if res else []
+        ablated = load_tensors(res.outputs_file, "ablated", workdir) if res else []
         judge(result, sb, res, ref, base, outputs, timed, job.trials, req, device, lim,
-              energy_pool=job.plan.energy_pool if job.plan else range(0))
+              energy_pool=job.plan.energy_pool if job.plan else range(0), ablation=(ablate, ablated))
         result.phases = phases(job.static_s, spawned - start, spawned, exited, res.marks if res else {}, truth_s,
                                time.monotonic() - exited - truth_s, "exit" if res and res.ok else _last_phase(res),
                                res.waits if res else {})

@@ -2,14 +2,17 @@
 rules are checked where they happen, on what each launch wrote and each operator read, not on names in the source.
 
 Every stage:
-- every forward call launches Triton kernels, and every returned tensor comes from them (a Triton launch wrote it);
+- every forward call launches Triton kernels, and they do the work: in one call, what each launch wrote is destroyed
+  as it returns, and the output must then be wrong (agent.harness.ablation, judged in agent.harness.judge);
 - a launch is given tensors and plain values, nothing else Triton would take for a pointer (agent.harness.trace);
 - nothing tells recorded calls from the others: no operator lets the host watch the GPU's progress (pinned memory,
   copies to the host that do not wait), and no tensor is of a class the candidate made (its dispatch would run
   inside the recorder's);
-- PyTorch computes on the data (what derives from the forward's inputs) at most a small fraction of the forward's
-  largest tensor (operators.toml's "compute" kind, summed over the forward): a decoy kernel beside torch.mean,
-  torch.ops.aten, or the reference Model itself is refused; preparing weights and constants is not the data;
+- PyTorch computes on the data (what derives from the forward's inputs, and any memory the inputs occupy however it
+  is reached) at most a small fraction of the forward's largest tensor (operators.toml's "compute" kind, and heavy
+  layers of a family the problem's Model does not run, summed over the forward: the bytes of the data they read): a
+  decoy kernel beside torch.mean, torch.ops.aten, a torch.mm doing the reduction, or the reference Model itself is
+  refused; preparing weights and constants is not the data;
 - the problem's heavy layers may stay in PyTorch, fed no more than the problem's own Model feeds them, counted by
   family (operators.toml: a Linear run as mm plus a bias add is the Model's matmul, whatever the call's name), and
   producing as much as the Model's do, call by call (each call returns per byte it reads what the Model's calls
@@ -17,8 +20,9 @@ Every stage:
   whole-image kernels is a global reduction; it reads what the Model's layer reads, and a padded dummy beside it can
   make up the family's output);
 - the allowances scale with the problem's largest tensor (the reference's), not with buffers the candidate allocates.
-A stage may add (StageRules.max_intermediate_write, memory-fusion): no Triton kernel writes more than a fraction
-of the largest tensor to anything but the returned tensor, and no kernel reads back a large buffer another wrote.
+A stage may add (StageRules.max_intermediate_write, memory-fusion): the call's Triton kernels write no more than a
+fraction of the largest tensor to anything but the returned tensors (summed over the launches: sixteen launches of a
+sixteenth each write the whole), and read back no more than that of what they wrote (see _round_trip_refused).
 One buffer larger than that is not an intermediate of the fused ops: an operand a kernel prepared for a heavy layer
 that stays in PyTorch (the convolution's input and weight copied to channels-last, as torch.compile does). It is
 allowed when the heavy layers are its only readers after the write (no Triton kernel, no other PyTorch operator),
@@ -47,23 +51,17 @@ def _largest(trace: Trace) -> int:
 
 
 def every_call(trials: list[TrialRecord]) -> str | None:
-    """Launches on every call, and the returned tensors handed to a launch."""
+    """Launches on every call. (Whether they did the work is the ablated call's question, not where the returned
+    tensor came from: small operators after the kernels are honest.)"""
     for t in trials:
         if t.launches == 0:
             return (f"forward launched no Triton kernel ({_where(t)}): the candidate's kernels must do the work on "
                     "every call, not once in __init__ or beside a PyTorch forward")
-        if not t.output_launched and t.output_shapes:
-            return (f"the tensor forward returned ({_where(t)}) was never given to a Triton kernel: it was computed "
-                    "by PyTorch")
     return None
 
 
-def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules, zero_output: bool = False) -> str | None:
-    """The rules on one traced forward (the reference's trace of the same call bounds its heavy layers).
-
-    `zero_output`: every returned tensor is all zeros. A write is seen as changed bytes, so a kernel that stores
-    zeros into a zeroed buffer (an atomic_add accumulator; KernelBench #23's numerically-zero mean) leaves none; and
-    zeros carry nothing PyTorch could have computed for the kernels (an answer can store them into torch.empty)."""
+def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules) -> str | None:
+    """The rules on one traced forward (the reference's trace of the same call bounds its heavy layers)."""
     trace = trial.trace
     if trace is None:
         return None
@@ -86,33 +84,34 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules, zero_
                     "its own code inside the launch, where no operator is recorded, and hands the kernel memory "
                     "nobody checks")
     storages = {s.id: s for s in trace.storages}
-    written = {w.id for launch in trace.launches for w in launch.written}
-    for out in trace.outputs:
-        if out not in written and not zero_output:
-            return (f"the returned tensor ({_where(trial)}) was not written by any Triton kernel: PyTorch computed it "
-                    "and the kernels did not")
-    compute = [op for op in trace.ops if op.kind == "compute" and op.data_bytes]
+    ref_heavy = _families(reference.ops if reference else [])
+    kinds = operator_kinds()
+    # a heavy layer of a family the Model does not run is new work, not the Model's layer: PyTorch's share
+    compute = [op for op in trace.ops if op.data_bytes and (op.kind == "compute" or (
+        op.kind == "heavy" and reference is not None and kinds.family(op.name) not in ref_heavy))]
     total = sum(op.data_bytes for op in compute)
     if total > cfg.pytorch_compute * big:
         top = sorted(compute, key=lambda o: -o.data_bytes)[:3]
         ops = ", ".join(f"aten.{o.name} x{o.calls} on {_mb(o.data_bytes)}" for o in top)
         return (f"PyTorch computed over {_mb(total)} of this forward ({ops}; the largest tensor is {_mb(big)}): the "
                 "work must be done in Triton kernels, PyTorch may only allocate, reshape and copy")
-    ref_heavy = _families(reference.ops if reference else [])
     ref_out = _heavy_out(reference.ops if reference else [])
     mine_out = _heavy_out(trace.ops)
+    slack = cfg.heavy_slack * big  # the problem's scale, never a byte count (64 KB held all the data at CPU sizes)
     for family, (names, calls, in_bytes) in _families(trace.ops).items():
-        allowed = cfg.heavy_factor * ref_heavy.get(family, ([], 0, 0))[2] + cfg.heavy_slack_bytes
+        if reference is not None and family not in ref_heavy:
+            continue  # counted with PyTorch's compute above
+        allowed = cfg.heavy_factor * ref_heavy.get(family, ([], 0, 0))[2] + slack
         ops = ", ".join(f"aten.{n}" for n in names)
+        thin = _thin_call(family, trace.ops, reference.ops if reference else [])
+        if thin:  # first: the more telling of the two where both hold
+            return thin
         if in_bytes > allowed:
             theirs = f"the problem's Model feeds its {family} layers {_mb(ref_heavy[family][2])}" \
                 if family in ref_heavy else f"the problem's Model does not run it: no {family} layer"
             return (f"PyTorch runs {ops} on {_mb(in_bytes)} ({theirs}): new work in PyTorch is not an "
                     "answer, write it in Triton")
-        thin = _thin_call(family, trace.ops, reference.ops if reference else [])
-        if thin:
-            return thin
-        least = ref_out.get(family, 0) / cfg.heavy_factor - cfg.heavy_slack_bytes
+        least = ref_out.get(family, 0) / cfg.heavy_factor - slack
         if mine_out.get(family, 0) < least:
             return (f"PyTorch's {ops} returns {_mb(mine_out.get(family, 0))} where the problem's Model's {family} "
                     f"layers return {_mb(ref_out[family])}: that is not the Model's layer but other work spelled as "
@@ -190,35 +189,124 @@ def _intermediates(trial: TrialRecord, trace: Trace, big: int, rules: StageRules
     why = f" ({rules.intermediate_reason})" if rules.intermediate_reason else ""
     for i, launch in enumerate(trace.launches):
         for w in launch.written:
-            if w.id not in outputs and w.hi - w.lo > limit:
+            if w.id not in outputs and w.size > limit:
                 refused = _operand_refused(i, w, trace, ref_heavy)
                 if refused is None:
                     continue  # the operand of a heavy layer: the round trip below still applies to it
                 shape = "x".join(map(str, storages[w.id].shape)) if w.id in storages else "?"
-                return (f"kernel `{launch.kernel}` wrote {_mb(w.hi - w.lo)} to a buffer that is not the output (shape "
+                return (f"kernel `{launch.kernel}` wrote {_mb(w.size)} to a buffer that is not the output (shape "
                         f"{shape}); this stage allows at most {_mb(int(limit))} there{why}; nor is it an operand "
                         f"prepared for a heavy layer left in PyTorch: {refused}")
     for i, first in enumerate(trace.launches):
         for w in first.written:
-            if w.hi - w.lo <= limit:
+            if w.size <= limit:
                 continue
             for later in trace.launches[i + 1:]:
                 if any(a.id == w.id and a.lo < w.hi and w.lo < a.hi for a in later.args):
                     return (f"kernel `{later.kernel}` reads the {_mb(w.hi - w.lo)} that kernel `{first.kernel}` wrote: "
                             f"an intermediate round trip through global memory{why}")
+    return _summed_refused(trace, limit, storages, ref_heavy, why)
+
+
+def _operands(trace: Trace, ref_heavy: dict[str, tuple[list[str], int, int]]) -> set[int]:
+    """The storages a launch wrote as an operand of a heavy layer left in PyTorch (see _operand_refused)."""
+    return {w.id for i, launch in enumerate(trace.launches) for w in launch.written
+            if _operand_refused(i, w, trace, ref_heavy) is None}
+
+
+def _outside(trace: Trace, operands: set[int]) -> dict[int, int]:
+    """Per storage, the bytes the call's launches wrote outside the returned tensors, each byte once: measured where
+    every store was recorded, else the union of each storage's changed spans; either way the returned tensors' own
+    storages count beyond the bytes the returned views cover (an intermediate parked past the output's end)."""
+    if trace.measured:
+        return {t.id: t.written for t in trace.traffic if t.written and t.id not in operands}
+    spans: dict[int, list[tuple[int, int]]] = {}
+    for launch in trace.launches:
+        for w in launch.written:
+            if w.id not in operands:
+                spans.setdefault(w.id, []).append((w.lo, w.hi))
+    out = {}
+    for sid, parts in spans.items():
+        covered = _union(parts)
+        if sid in trace.outputs:
+            if not trace.output_spans:  # a record from before output_spans: the whole storage was the output
+                continue
+            covered -= _overlap(_merged(parts), _merged([(e.lo, e.hi) for e in trace.output_spans if e.id == sid]))
+        if covered:
+            out[sid] = covered
+    return out
+
+
+def _merged(parts: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Disjoint, sorted intervals covering the same bytes."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted(parts):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        elif hi > lo:
+            out.append((lo, hi))
+    return out
+
+
+def _union(parts: list[tuple[int, int]]) -> int:
+    return sum(hi - lo for lo, hi in _merged(parts))
+
+
+def _overlap(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> int:
+    """Bytes in both of two sets of disjoint intervals."""
+    return sum(max(0, min(h1, h2) - max(l1, l2)) for l1, h1 in a for l2, h2 in b)
+
+
+def _summed_refused(trace: Trace, limit: float, storages: dict, ref_heavy: dict[str, tuple[list[str], int, int]],
+                    why: str) -> str | None:
+    """Memory-fusion's prescription on the call as a whole: what its launches wrote outside the output, and (where
+    every load was recorded) what they read back of what they had written, each at most the stage's limit. Split
+    into sixteen launches of a sixteenth, or parked in the returned tensor's own storage beyond its extent and read
+    back within one launch, an intermediate is as large as ever.
+
+    Refused, not only reported, above the limit: no honest fused answer comes near it (a split reduction's partials,
+    an accumulator reloaded once per tile, the last block reading the others' sums: a few bytes per output element,
+    against an eighth of the largest tensor), while the prescription evaded costs the stage its meaning. Below the
+    limit the bytes are reported in the verdict and the next prompt (round_trips)."""
+    outside = _outside(trace, _operands(trace, ref_heavy))
+    total = sum(outside.values())
+    if total > limit:
+        top = max(outside, key=lambda k: outside[k])
+        shape = "x".join(map(str, storages[top].shape)) if top in storages else "?"
+        writers = sum(1 for launch in trace.launches if any(w.id in outside for w in launch.written))
+        return (f"the kernels wrote {_mb(total)} outside the returned tensor in {writers} launches (the most, "
+                f"{_mb(outside[top])}, to a buffer of shape {shape}); this stage allows at most {_mb(int(limit))} "
+                f"there, summed over the call{why}")
+    reloaded = sum(t.reloaded for t in trace.traffic)
+    if trace.measured and reloaded > limit:
+        return (f"the kernels read back {_mb(reloaded)} of what they had written earlier in the call (a round trip "
+                f"through global memory, every load recorded); this stage allows at most {_mb(int(limit))}{why}")
     return None
 
 
-def judge(trials: list[TrialRecord], reference: dict[int, Trace], rules: StageRules,
-          zero_outputs: frozenset[int] = frozenset()) -> str | None:
-    """The first run-time rule the recorded calls break, as one message for the verdict; None when none.
-    `zero_outputs`: the trials whose returned tensors are all zeros (see traced)."""
+def round_trips(trials: list[TrialRecord], rules: StageRules) -> str:
+    """For the verdict and the next prompt, where the stage prescribes no intermediate round trip: the most any
+    traced call's kernels wrote outside the output and read back of what they wrote ('' where none did)."""
+    if rules.max_intermediate_write is None:
+        return ""
+    worst = (0, 0)
+    for t in trials:
+        if t.trace is not None and t.trace.measured:
+            worst = max(worst, (sum(x.written for x in t.trace.traffic), sum(x.reloaded for x in t.trace.traffic)))
+    if worst == (0, 0):
+        return ""
+    return (f"memory traffic of the kernels: {_mb(worst[0])} written outside the output, {_mb(worst[1])} read back "
+            "after being written (the most in one call; fused, both are 0)")
+
+
+def judge(trials: list[TrialRecord], reference: dict[int, Trace], rules: StageRules) -> str | None:
+    """The first run-time rule the recorded calls break, as one message for the verdict; None when none."""
     found = every_call(trials)
     if found:
         return found
     for t in trials:
         if t.trace is not None:
-            found = traced(t, reference.get(t.id), rules, t.id in zero_outputs)
+            found = traced(t, reference.get(t.id), rules)
             if found:
                 return found
     return None

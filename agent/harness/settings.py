@@ -47,7 +47,7 @@ class TimingSettings(_Section):
 class RuleSettings(_Section):
     pytorch_compute: float
     heavy_factor: float
-    heavy_slack_bytes: int
+    heavy_slack: float = Field(ge=0)
     floor_factor: float
 
 

@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from agent.datafiles import load_toml
-from agent.harness.job import Launch, Op, Read, Span, Storage, Trace
+from agent.harness.job import Launch, Op, Read, Span, Storage, Trace, Traffic
 from agent.harness.launchargs import classes_now, foreign_arguments, known_types
 
 
@@ -125,6 +125,10 @@ class Tracker:
         self.depth = 0  # > 0 inside a launch or the harness's own bookkeeping: operators there are not the forward's
         self.tracing = False
         self.count_only = False
+        self.ablating = False  # destroy (NaN) what each launch wrote, as it returns (agent.harness.ablation)
+        self._inputs: list[Any] = []
+        self.memory: Any = None  # CPU mode: the interpreter's loads and stores (agent.harness.memrecord)
+        self._ablation: Any = None
         self.launches = 0
         self.launch_storages: set[int] = set()
         self._ids: dict[int, int] = {}
@@ -170,6 +174,10 @@ class Tracker:
 
             GridExecutor.__call__ = call
             self.installed = "triton.runtime.interpreter.GridExecutor"
+            from agent.harness.memrecord import MemoryRecord
+
+            self.memory = MemoryRecord()
+            self.memory.install()
             return
         from triton.runtime import driver
 
@@ -193,18 +201,35 @@ class Tracker:
         import importlib
 
         module, _, name = self.installed.rpartition(".")
-        return {self.installed: getattr(importlib.import_module(module), name)} if self.installed else {}
+        hooked = {self.installed: getattr(importlib.import_module(module), name)} if self.installed else {}
+        if self.memory is not None:
+            from triton.runtime.interpreter import InterpreterBuilder
+
+            hooked["triton.runtime.interpreter.InterpreterBuilder"] = InterpreterBuilder
+        return hooked
 
     # ---------------------------------------------------------------- one forward
 
-    def begin(self, trace: bool, inputs: list[Any], count_only: bool = False) -> None:
-        """Start recording one call; `count_only` (timed calls): launches are counted, nothing else is looked at."""
+    def begin(self, trace: bool, inputs: list[Any], count_only: bool = False, ablate: bool = False) -> None:
+        """Start recording one call; `count_only` (timed calls): launches are counted, nothing else is looked at;
+        `ablate` (a traced call): what each launch wrote is destroyed as it returns (restore() after the call)."""
+        from agent.harness.ablation import Ablation
+
         self.tracing, self.launches, self.count_only = trace, 0, count_only
+        self.ablating = ablate and trace
+        self._ablation = Ablation(self.torch) if self.ablating else None
+        self._inputs = _tensors(inputs, self.torch) if trace else []
+        if self.memory is not None:
+            self.memory.begin_call()
         self.launch_storages = set()
         self._ids, self._storages, self._launch_log, self._ops, self._reads = {}, {}, [], {}, []
         self._input_ids = [self._id(t) for t in _tensors(inputs, self.torch)] if trace else []
         # storages derived from the forward's inputs (the data), followed through operators and launches
         self._tainted = {self._key(t) for t in _tensors(inputs, self.torch)} if trace else set()
+        # the memory of each storage derived from the data (key -> end), and the storages operators made this call:
+        # a storage no operator made (an alias through DLPack) holds the data where it overlaps such memory
+        self._tainted_end: dict[int, int] = {}
+        self._made: set[int] = set()
         # storages seen this call, and those operators made since the last launch: a kernel reaches memory by address
         # (an offset from a buffer it was given), so once one has run, any storage older than it may hold the data
         self._seen: set[int] = set()
@@ -226,7 +251,9 @@ class Tracker:
                 return launched, None
             trace = Trace(launches=self._launch_log, ops=list(self._ops.values()), reads=self._reads,
                           inputs=self._input_ids, outputs=[self._id(t) for t in outputs],
-                          storages=list(self._storages.values()), watching=self._watching, flags=self._flags_set)
+                          storages=list(self._storages.values()), watching=self._watching, flags=self._flags_set,
+                          output_spans=[self._extent(t) for t in outputs], measured=self.memory is not None,
+                          traffic=self.traffic(outputs))
             self.tracing = False
             return launched, trace
         finally:
@@ -250,6 +277,9 @@ class Tracker:
         """The storage at `key` was freed and the address handed to a new one: forget the old one's id and taint."""
         self._ids.pop(key, None)
         self._tainted.discard(key)
+        self._tainted_end.pop(key, None)
+        if self.memory is not None:
+            self.memory.forget(key)
         self.launch_storages.discard(key)
 
     def _launch(self, name: str, args: Any, run: Callable[[], Any], pdl: bool = False) -> Any:
@@ -272,16 +302,23 @@ class Tracker:
             if self.trusted.cuda:  # host memory a kernel writes is memory the host reads while the kernel runs
                 foreign += [f"a {t.device.type} tensor" for t in tensors if t.device.type != "cuda"]
             by_key = {self._key(t): t for t in tensors}
-            with self.trusted.apart():
-                before = {k: self._snapshot(t) for k, t in by_key.items()}
-            self.trusted.sync()
-            result = run()
-            with self.trusted.apart():
-                written = [span for k, t in by_key.items() if (span := self._changed(t, before[k])) is not None]
-                del before
-            self.trusted.sync()
+            if self.memory is not None:
+                result, written = self._interpreted(by_key, run)
+            else:
+                with self.trusted.apart():
+                    before = {k: self._snapshot(t) for k, t in by_key.items()}
+                self.trusted.sync()
+                result = run()
+                with self.trusted.apart():
+                    written = [span for k, t in by_key.items() if (span := self._changed(t, before[k])) is not None]
+                    del before
+                self.trusted.sync()
+                if self._ablation is not None:
+                    with self.trusted.apart():
+                        self._ablation.destroy_arguments(tensors, self._protected())
+                    self.trusted.sync()
             if self._tainted & set(by_key):
-                self._tainted.update(k for k, t in by_key.items() if self._id(t) in {w.id for w in written})
+                self._taint([t for t in by_key.values() if self._id(t) in {w.id for w in written}])
             self._launch_log.append(Launch(kernel=name, args=[self._extent(t) for t in tensors], written=written,
                                            foreign=foreign))
             self._seen.update(by_key)
@@ -289,6 +326,63 @@ class Tracker:
             return result
         finally:
             self.depth -= 1
+
+    def _interpreted(self, by_key: dict[int, Any], run: Callable[[], Any]) -> tuple[Any, list[Span]]:
+        """CPU mode: run the launch with the interpreter's loads and stores recorded; what it wrote is what it stored
+        (a store of the value a location already held is a write)."""
+        memory = self.memory
+        memory.begin_launch([(int(self._address(self._storage_of(t))),
+                              int(self._address(self._storage_of(t))) + int(self._nbytes(self._storage_of(t))), k)
+                             for k, t in by_key.items()])
+        try:
+            result = run()
+        finally:
+            stored = memory.end_launch()
+        written = []
+        for k, st in stored.items():
+            hit = st.bitmap.nonzero()[0]
+            written.append(Span(id=self._id(by_key[k]), lo=int(hit[0]), hi=int(hit[-1]) + 1, bytes=int(hit.size)))
+        if self._ablation is not None:
+            self._ablation.destroy_stored(by_key, stored, self._storage_of)
+        return result, written
+
+    def _protected(self) -> set[int]:
+        """The storages a GPU ablation leaves alone: the forward's inputs and the model's weights (a launch reads
+        them; destroying them would break the calls after this one)."""
+        return {self._key(t) for t in self._inputs} | {self._key(w) for w in self.weights}
+
+    def restore(self) -> None:
+        """After an ablated call (its outputs copied): put back what the launches wrote, so that the state the
+        candidate keeps across calls (a workspace its kernel zeroes for the next call) is what a plain call leaves."""
+        if self._ablation is not None:
+            with self.trusted.apart():
+                self._ablation.restore()
+            self.trusted.sync()
+        self._ablation, self.ablating = None, False
+
+    def traffic(self, outputs: list[Any]) -> list[Traffic]:
+        """CPU mode: per storage, the bytes the call's launches stored outside the returned tensors' extents (each
+        byte once, however many launches wrote it) and the bytes they loaded from locations a launch had stored."""
+        memory = self.memory
+        if memory is None:
+            return []
+        extents = [self._extent(t) for t in outputs]
+        out = []
+        for key, storage_id in list(self._ids.items()):
+            written = memory.written_bytes(key)
+            reloaded = memory.reloaded.get(key, 0)
+            if written is None and not reloaded:
+                continue
+            outside = 0
+            if written is not None:
+                mask = written.copy()
+                for e in extents:
+                    if e.id == storage_id:
+                        mask[e.lo:e.hi] = False
+                outside = int(mask.sum())
+            if outside or reloaded:
+                out.append(Traffic(id=storage_id, written=outside, reloaded=reloaded))
+        return out
 
     def _extent(self, t: Any) -> Span:
         """The bytes of its storage a tensor view covers."""
@@ -350,9 +444,10 @@ class Tracker:
                     tracker._watching += [f"{t.__name__}, a tensor subclass of its own" for t in types
                                           if t not in tracker.before]
                     tracker.flags_where(func)
+                before = tracker._reaching(args, kwargs or {}) if mine else []
                 out = func(*args, **(kwargs or {}))
                 if mine:
-                    tracker._op(func, args, kwargs or {}, out)
+                    tracker._op(func, args, kwargs or {}, out, before)
                 return out
 
         return Recorder()
@@ -385,7 +480,46 @@ class Tracker:
             frame = frame.f_back
         return False
 
-    def _op(self, func: Any, args: Any, kwargs: dict, out: Any) -> None:
+    def _reaching(self, args: Any, kwargs: dict) -> list[bool]:
+        """Before an operator runs, which of its tensors reach the data by memory: a storage derived from it, or any
+        byte of the forward's inputs (a view, an alias made through DLPack at an offset, a storage that resize_ will
+        move: what is compared is the memory, not the storage objects the recorder linked)."""
+        self.depth += 1
+        try:
+            inputs = self._input_spans()
+            derived = inputs + list(self._tainted_end.items())
+            out = []
+            for t in {id(t): t for t in _tensors((args, kwargs), self.torch)}.values():
+                storage = self._storage_of(t)
+                lo = int(self._address(storage))
+                hi = lo + int(self._nbytes(storage))
+                # a storage no operator made this call (an alias through DLPack, a storage resize_ moved) is judged
+                # by where its memory lies; one an operator made, by what it was made from (a freed storage's memory
+                # handed to a new one is not the data)
+                near = inputs if lo in self._made else derived
+                out.append(self._holds_data(lo) or any(a < hi and lo < b for a, b in near))
+            return out
+        finally:
+            self.depth -= 1
+
+    def _taint(self, tensors: list[Any]) -> None:
+        """These tensors' storages derive from the data (their memory too: see _reaching)."""
+        for t in tensors:
+            storage = self._storage_of(t)
+            lo = int(self._address(storage))
+            self._tainted.add(lo)
+            self._tainted_end[lo] = lo + max(1, int(self._nbytes(storage)))
+
+    def _input_spans(self) -> list[tuple[int, int]]:
+        """The memory the forward's inputs occupy now (a storage resized in the call has moved)."""
+        spans = []
+        for t in self._inputs:
+            storage = self._storage_of(t)
+            lo = int(self._address(storage))
+            spans.append((lo, lo + max(1, int(self._nbytes(storage)))))
+        return spans
+
+    def _op(self, func: Any, args: Any, kwargs: dict, out: Any, before: list[bool] | None = None) -> None:
         self.depth += 1
         try:
             name = func._overloadpacket.__name__
@@ -407,10 +541,13 @@ class Tracker:
             made = {self._key(t) for t in outs} - in_keys  # allocations: a key met before is a freed storage's address
             for key in made & (self._seen | set(self._ids)):
                 self._retire(key)
-            if any(self._holds_data(k) for k in in_keys):
-                op.data_bytes += sum(sizes)
-                self._tainted.update(self._key(t) for t in outs)
+            data = [bool(before and i < len(before) and before[i]) or self._holds_data(self._key(t))
+                    for i, t in enumerate(ins.values())]
+            if any(data):  # PyTorch's work on the data: the bytes of the data it read
+                op.data_bytes += sum(n for n, d in zip(sizes, data) if d)
+                self._taint(outs)
             self._born.update(made)
+            self._made.update(made)
             self._seen.update(in_keys | {self._key(t) for t in outs})
             op.largest_bytes = max([op.largest_bytes, *sizes, *(self._bytes(t) for t in outs)])
             if kind == "heavy" and sum(sizes) > 0:
