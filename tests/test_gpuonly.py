@@ -348,3 +348,53 @@ def test_only_the_cpu_refuses_to_judge_a_device_branch():
     assert isinstance(on_cpu, EvalResult) and on_cpu.verdict == Verdict.NEEDS_GPU and "INTERPRET" in on_cpu.message
     on_gpu = _static(req, "cuda")
     assert isinstance(on_gpu, tuple) and on_gpu[1] == ["gap_kernel"]
+
+
+def test_a_name_is_a_signal_only_in_the_function_that_binds_it_and_closures_inside_it():
+    """The offline window family: a kernel's local `p = tl.load(... TILES ...)` (TILES from a device-chosen tile)
+    says nothing of the wrapper's `p` (the padding) passed as PAD: judged on the CPU (was needs_gpu). A closure reading
+    its outer function's device flag still branches on the device."""
+    kernels = textwrap.dedent("""
+        import torch
+        import triton
+        import triton.language as tl
+
+
+        @triton.jit
+        def combine(part_ptr, out_ptr, TILES, BLOCK: tl.constexpr):
+            p = tl.load(part_ptr + tl.arange(0, BLOCK), mask=tl.arange(0, BLOCK) < TILES, other=0.0)
+            tl.store(out_ptr, tl.sum(p, axis=0))
+
+
+        @triton.jit
+        def work(x_ptr, part_ptr, PAD: tl.constexpr, BLOCK: tl.constexpr):
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for a in tl.static_range(3):
+                if (a + PAD) % 2 == 0:
+                    acc += tl.load(x_ptr + tl.arange(0, BLOCK))
+            tl.store(part_ptr + tl.arange(0, BLOCK), acc)
+        """)
+    honest = kernels + textwrap.dedent("""
+        def gap(x, p):
+            BLOCK = 64 if x.is_cuda else 1024
+            TILES = triton.cdiv(x.numel(), BLOCK)
+            part = torch.empty(BLOCK, device=x.device)
+            out = torch.empty(1, device=x.device)
+            work[(1,)](x, part, PAD=p, BLOCK=BLOCK)
+            combine[(1,)](part, out, TILES, BLOCK=BLOCK)
+            return out
+        """)
+    assert cpu_cannot_judge(honest) is None
+    closure = kernels + textwrap.dedent("""
+        def gap(x, p):
+            gpu = x.is_cuda
+
+            def run():
+                if gpu:
+                    part = torch.empty(64, device=x.device)
+                    work[(1,)](x, part, PAD=p, BLOCK=64)
+                    return part
+                return x.mean()
+            return run()
+        """)
+    assert "branches on `gpu`" in (cpu_cannot_judge(closure) or "")

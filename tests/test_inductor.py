@@ -182,7 +182,8 @@ def test_all_five_captures_in_one_answer_are_judged_correct_at_memory_fusion_at_
     result = json.loads(r.stdout)
     assert result["verdict"] == "correct", result["message"]
     assert r.returncode == 0
-    assert {c["size"] for c in result["checks"]} == {"cpu", "cpu-wide", "cpu-odd"}
+    # the problem's sizes, and one past the answer's widest tile where it has one wider than they reach
+    assert {c["size"] for c in result["checks"] if "past-tile" not in c["size"]} == {"cpu", "cpu-wide", "cpu-odd"}
     assert all(c["passed"] for c in result["checks"])
 
 

@@ -223,3 +223,42 @@ def test_a_dependency_the_worker_cannot_import_is_the_harnesss_error_not_the_ans
     line = r.stderr.strip().splitlines()[-1]
     assert "the sandboxed worker cannot import triton" in line and str(target) in line, line
     assert "Traceback" not in r.stderr and "check the problem file" not in r.stderr
+
+
+@pytest.fixture(scope="module")
+def triton36(tmp_path_factory) -> tuple[Path, Path]:
+    """Triton 3.6 (an older interpreter: its memory operations take other arguments) and NumPy 2.2, each in a
+    folder of its own to put first on PYTHONPATH."""
+    triton_dir, numpy_dir = tmp_path_factory.mktemp("triton36"), tmp_path_factory.mktemp("numpy22")
+    for d in (triton_dir, numpy_dir):
+        d.chmod(0o755)  # as pip leaves a --target folder it makes (mktemp's are 0700: the sandbox's uid reads none)
+    for spec, where in (("triton==3.6.0", triton_dir), ("numpy==2.2.6", numpy_dir)):
+        r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
+                            "--only-binary=:all:", "--target", str(where), spec], capture_output=True, text=True,
+                           timeout=600)
+        if r.returncode != 0:
+            pytest.skip(f"cannot install {spec} from the package index: {r.stderr.strip().splitlines()[-1:]}")
+    return triton_dir, numpy_dir
+
+
+def test_cpu_mode_judges_under_an_older_triton_and_names_an_interpreter_that_cannot_run(tmp_path, triton36):
+    """The harness's interpreter hooks read arguments by name (Triton 3.6's differ from 3.9's); where the installed
+    Triton's interpreter cannot run a plain kernel at all (3.6 under NumPy 2.4), the run says so in one line, exit 1,
+    instead of judging every answer a runtime_error."""
+    triton_dir, numpy_dir = triton36
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "NO_COLOR": "1", "COLUMNS": "200"}
+
+    def judge(*path: Path) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "agent", "eval", str(CORRECT), "--device", "cpu", "--no-timing"],
+                              capture_output=True, text=True, cwd=REPO, timeout=600,
+                              env={**env, "PYTHONPATH": os.pathsep.join(map(str, path))})
+
+    ok = judge(triton_dir, numpy_dir)
+    assert ok.returncode == 0 and "correct on" in ok.stdout, ok.stdout[-2000:] + ok.stderr[-2000:]
+    import numpy
+
+    if tuple(int(p) for p in numpy.__version__.split(".")[:2]) >= (2, 4):
+        broken = judge(triton_dir)
+        assert broken.returncode == 1, broken.stdout[-2000:] + broken.stderr[-2000:]
+        line = broken.stderr.strip().splitlines()[-1]
+        assert "Triton 3.6.0's interpreter cannot run a kernel here under NumPy" in line and "Traceback" not in line

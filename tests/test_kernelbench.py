@@ -165,7 +165,8 @@ def test_agent_eval_judges_an_answer_at_every_size_of_every_look_alike(cli, path
     assert p.returncode == 3, p.stderr[-3000:]  # judged, and not correct (1: the harness failed, 2: bad input)
     result = json.loads(p.stdout)
     assert result["verdict"] == "rule_violation" and "PyTorch computed" in result["message"]
-    assert {c["size"] for c in result["checks"]} == {"cpu", "cpu-wide", "cpu-odd"}
+    # the problem's sizes, and one past the answer's widest tile where it has one wider than they reach
+    assert {c["size"] for c in result["checks"] if "past-tile" not in c["size"]} == {"cpu", "cpu-wide", "cpu-odd"}
     assert all(c["passed"] for c in result["checks"])  # the reference and the chain agree at every size
 
 

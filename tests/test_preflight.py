@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.harness.preflight import mentions_import_failure, verify
+from agent.harness.preflight import suspect, verify
 
 REPO = Path(__file__).resolve().parent.parent
 CORRECT = Path(__file__).resolve().parent / "candidates" / "correct.py"
@@ -22,9 +22,9 @@ def _eval(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_import_failures_are_recognised_in_what_a_worker_wrote():
-    assert mentions_import_failure("ModuleNotFoundError: No module named 'pydantic'")
-    assert mentions_import_failure("ImportError: cannot import name 'x' from 'y'")
-    assert not mentions_import_failure("RuntimeError: shape mismatch")
+    assert suspect("ModuleNotFoundError: No module named 'pydantic'")
+    assert suspect("ImportError: cannot import name 'x' from 'y'")
+    assert not suspect("RuntimeError: shape mismatch")
 
 
 def test_the_harness_imports_behind_the_wall_here():

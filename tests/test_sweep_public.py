@@ -109,18 +109,21 @@ def test_static_only_judges_every_answer_with_the_real_policy(tmp_path, capsys):
     sweep = _sweep(tmp_path, {"honest": HONEST.replace("INIT", "nn.init.kaiming_uniform_(self.w)"),
                               "cuda_only": cuda_only,
                               "private_init": HONEST.replace("INIT", "nn.init._calculate_fan_in_and_fan_out(self.w)"),
+                              "private_c": HONEST.replace("INIT", "torch._C._set_grad_enabled(False)"),
                               "no_model": "import torch\n"})
     assert S.main([str(sweep), "--static-only", "--review"]) == 0
     results = {Path(r["answer"]).stem: r for r in json.loads((sweep / "results-static.json").read_text())["results"]}
     assert results["honest"]["verdict"] == "passes-static" and results["honest"]["cpu_sizes"] == "reduced"
     assert results["cuda_only"]["device_branch"] and not results["honest"]["device_branch"]
     assert results["no_model"]["verdict"] == "no_code"
-    refused = results["private_init"]
+    # nn.Linear's own init helper is allowed by its listed path (issue 34): the idiom of 11 % of real answers
+    assert results["private_init"]["verdict"] == "passes-static"
+    refused = results["private_c"]
     assert refused["verdict"] == "rule_violation" and [v["rule"] for v in refused["violations"]] == ["escape"]
-    assert "_calculate_fan_in_and_fan_out" in refused["violations"][0]["line"]
+    assert "torch._C" in refused["violations"][0]["line"]
     out = capsys.readouterr().out
-    assert "| mine | 4 |" in out and "| private init helper | 1 | 1 | false |" in out
-    assert "mine/answers/private_init.py [static escape] line 16: `torch.nn.init._calculate_fan_in_and_fan_out`" in out
+    assert "| mine | 5 |" in out
+    assert "mine/answers/private_c.py [static escape] line 16: `torch._C` is private to torch" in out
 
 
 def test_a_problem_without_size_globals_is_told_to_run_at_its_own_sizes(tmp_path):

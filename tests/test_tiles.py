@@ -6,15 +6,18 @@ from agent.harness.tiles import MAX_TILE, Widths, extent, largest_tile
 from agent.problems import load_problem
 
 
-def test_the_largest_constant_a_tile_could_be_is_read_wherever_it_is_written():
-    assert largest_tile("BLOCK = min(triton.next_power_of_2(n), 8192)") == 8192
+def test_the_largest_constant_a_tile_could_be_is_read_where_a_tiles_width_is_written():
+    assert largest_tile("BLOCK = min(triton.next_power_of_2(n), 8192)") == 8192  # a cap
     assert largest_tile("def k(x, BLOCK: tl.constexpr = 4096):\n    o = tl.arange(0, 2048)") == 4096
     assert largest_tile("configs = [triton.Config({'BLOCK': 16384}, num_warps=8)]") == 16384
-    assert largest_tile("B = 2 ** 13\nC = 1 << 12") == 8192  # constant expressions are folded
-    assert largest_tile("cap = 5000") == 8192  # a tile is a power of two: the one a cap of 5000 rounds up to
-    assert largest_tile("seed = 2 ** 31\nBLOCK = 256") == 256  # wider than any Triton tensor: not a tile
-    assert largest_tile("x = 1") == 0 and largest_tile("def (") == 0
-    assert largest_tile(f"B = {MAX_TILE}") == MAX_TILE
+    assert largest_tile("B = 2 ** 13\nk[grid](x, BLOCK=B)") == 8192  # folded, and read by the launch
+    assert largest_tile("cap = 5000\nBLOCK = min(n, cap)") == 8192  # a tile is a power of two: 5000 rounds up
+    assert largest_tile("self.block = 1 << 12\nk[g](x, BLOCK=self.block)") == 4096
+    assert largest_tile("seed = 2 ** 31\nk[g](x, BLOCK=256)") == 256  # wider than any Triton tensor: not a tile
+    # a problem's size baked into an answer specialised to it (Inductor's kernels) is no tile
+    assert largest_tile("xnumel = 262144\nk[g](x, xnumel, XBLOCK=32)\nassert x.shape == (16, 64, 128, 128)") == 32
+    assert largest_tile("x = 1") == 0 and largest_tile("def (") == 0 and largest_tile("N = 8192") == 0
+    assert largest_tile(f"k[g](x, B={MAX_TILE})") == MAX_TILE
 
 
 def test_extent_is_what_a_kernel_reduces_one_row_or_plane_of():

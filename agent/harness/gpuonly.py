@@ -40,7 +40,10 @@ class _Signals:
 
     def __init__(self, tree: ast.Module, aliases: dict[str, str]) -> None:
         self.aliases = aliases
-        self.names: set[str] = set()
+        # (scope, name): a name is a signal in the function that binds it (None: the module), so that a kernel's
+        # local `p = tl.load(...)` says nothing of the wrapper's `p` (the offline window family was needs_gpu)
+        self.names: set[tuple[int | None, str]] = set()
+        self.scope = _scopes(tree)
         self.attrs: set[str] = set()
         self.funcs: set[str] = set()
         self.launchers = _launchers(tree)
@@ -59,7 +62,7 @@ class _Signals:
                         if isinstance(t, ast.Subscript):  # MODE["gpu"] = ...: the table holds it
                             t = t.value
                         if isinstance(t, ast.Name):
-                            self.names.add(t.id)
+                            self.names.add((self.scope.get(id(t)), t.id))
                         elif isinstance(t, ast.Attribute):  # self.gpu = ..., cfg.gpu = ...
                             self.attrs.add(t.attr)
                 elif isinstance(node, ast.Call):
@@ -86,10 +89,10 @@ class _Signals:
             params = params[1:]
         for i, a in enumerate(call.args):
             if i < len(params) and self.reads(a):
-                self.names.add(params[i])
+                self.names.add((id(d), params[i]))
         for kw in call.keywords:
             if kw.arg is not None and self.reads(kw.value):
-                self.names.add(kw.arg)
+                self.names.add((id(d), kw.arg))
 
     def _assigned_under(self, node: ast.If) -> None:
         """A constant a device branch assigns depends on the device (`if x.is_cuda: MODE = 1 else: MODE = 0`), as
@@ -105,14 +108,24 @@ class _Signals:
                 for t in targets:
                     for leaf in ast.walk(t):
                         if isinstance(leaf, ast.Name) and isinstance(leaf.ctx, ast.Store):
-                            self.names.add(leaf.id)
+                            self.names.add((self.scope.get(id(leaf)), leaf.id))
                         elif isinstance(leaf, ast.Attribute) and isinstance(leaf.ctx, ast.Store):
                             self.attrs.add(leaf.attr)
+
+    def _bound_signal(self, name: ast.Name) -> bool:
+        """Whether the name read here is a signal in its function or one around it (a closure reads its outer's)."""
+        scope = self.scope.get(id(name))
+        while True:
+            if (scope, name.id) in self.names:
+                return True
+            if scope is None:
+                return False
+            scope = self.scope.get(scope)
 
     def reads(self, expr: ast.AST) -> str | None:
         """The first device or interpreter read in `expr`, as source text; None where it reads none."""
         for n in ast.walk(expr):
-            if isinstance(n, ast.Attribute) and n.attr in _DEVICE_ATTRS | self.attrs | self.names or \
+            if isinstance(n, ast.Attribute) and n.attr in _DEVICE_ATTRS | self.attrs | {m for _, m in self.names} or \
                     isinstance(n, ast.Attribute) and n.attr in ("type", "index") and _names_a_device(n.value):
                 return ast.unparse(n)
             if isinstance(n, ast.Constant) and isinstance(n.value, str) and \
@@ -131,9 +144,33 @@ class _Signals:
                     n.func.value.id in ("self", "cls") else None
                 if own in self.funcs or isinstance(n.func, ast.Attribute) and n.func.attr == "get_device":
                     return ast.unparse(n)
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in self.names:
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and self._bound_signal(n):
                 return n.id
         return None
+
+
+def _scopes(tree: ast.Module) -> dict[int, int | None]:
+    """id(node) -> id of the function (or lambda) whose body holds it; None at the module's level. A function's
+    parameters are its own; its name and decorators belong to the scope around it."""
+    out: dict[int, int | None] = {}
+
+    def visit(node: ast.AST, scope: int | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                out[id(child)] = scope
+                for d in getattr(child, "decorator_list", []):
+                    visit(d, scope)
+                    out[id(d)] = scope
+                inner = [child.args, *(child.body if isinstance(child.body, list) else [child.body])]
+                for part in inner:
+                    out[id(part)] = id(child)
+                    visit(part, id(child))
+            else:
+                out[id(child)] = scope
+                visit(child, scope)
+
+    visit(tree, None)
+    return out
 
 
 def _launchers(tree: ast.Module) -> set[str]:

@@ -406,10 +406,11 @@ def worker_env(device: Device) -> dict[str, str]:
     import agent
 
     root = str(Path(agent.__file__).resolve().parent.parent)
-    paths = [root] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # resolved: a link on the way (/tmp/link/site) may be masked behind the wall, its target is kept
+    paths = [root] + [os.path.realpath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     env = {"PYTHONPATH": os.pathsep.join(paths), "PYTHONFAULTHANDLER": "1", "PYTHONUNBUFFERED": "1"}
     if site.ENABLE_USER_SITE:  # the worker's HOME is its own: its user site is found through ours (pip install --user)
-        env["PYTHONUSERBASE"] = site.getuserbase()
+        env["PYTHONUSERBASE"] = os.path.realpath(site.getuserbase())
     if device == "cpu":
         env.update({"TRITON_INTERPRET": "1", "CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": "1"})
     else:  # one GPU: work moved to another device would run past the timed one's events and synchronize

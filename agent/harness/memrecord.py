@@ -35,6 +35,22 @@ class Stored:
         return [(np.unique(np.concatenate(offs)), _NAN_BITS[name]) for name, offs in self.floats.items()]
 
 
+def _hooked(original: Any, seen: Any, record: "MemoryRecord") -> Any:
+    """`original` with `seen` told its arguments by name first, while a launch is recorded."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def hook(*args: Any, **kwargs: Any) -> Any:
+        if record.active:
+            seen(signature.bind(*args, **kwargs).arguments)
+        return original(*args, **kwargs)
+
+    return hook
+
+
 class MemoryRecord:
     """The loads and stores of the launches of one recorded call (begin_call), launch by launch (begin_launch)."""
 
@@ -46,45 +62,33 @@ class MemoryRecord:
         self.reloaded: dict[int, int] = {}  # key -> bytes loaded this call from locations a launch had stored
 
     def install(self) -> None:
-        """Hook the interpreter's memory operations (under TRITON_INTERPRET=1 only)."""
+        """Hook the interpreter's memory operations (under TRITON_INTERPRET=1 only). Their arguments are read by
+        name: Triton 3.0-3.6 pass cache_modifier and eviction_policy where 3.7+ pass one cache_policy."""
         from triton.runtime.interpreter import InterpreterBuilder, _get_np_dtype
 
         record = self
-        load, store = InterpreterBuilder.create_masked_load, InterpreterBuilder.create_masked_store
-        rmw, cas = InterpreterBuilder.create_atomic_rmw, InterpreterBuilder.create_atomic_cas
 
-        def element(ptrs: Any) -> Any:
-            return ptrs.get_element_ty()
+        def size_of(ptr: Any) -> int:
+            return int(np.dtype(_get_np_dtype(ptr.get_element_ty())).itemsize)
 
-        def masked_load(self: Any, ptrs: Any, mask: Any, other: Any, cache_policy: Any, is_volatile: Any) -> Any:
-            if record.active:
-                record.load(ptrs.data, mask.data, np.dtype(_get_np_dtype(element(ptrs))).itemsize)
-            return load(self, ptrs, mask, other, cache_policy, is_volatile)
+        def on_load(a: dict[str, Any]) -> None:
+            record.load(a["ptrs"].data, a["mask"].data, size_of(a["ptrs"]))
 
-        def masked_store(self: Any, ptrs: Any, value: Any, mask: Any, cache_policy: Any) -> Any:
-            if record.active:
-                record.store(ptrs.data, mask.data, element(ptrs), np.dtype(_get_np_dtype(element(ptrs))).itemsize)
-            return store(self, ptrs, value, mask, cache_policy)
+        def on_store(a: dict[str, Any]) -> None:
+            record.store(a["ptrs"].data, a["mask"].data, a["ptrs"].get_element_ty(), size_of(a["ptrs"]))
 
-        def atomic_rmw(self: Any, op: Any, ptr: Any, val: Any, mask: Any, sem: Any, scope: Any) -> Any:
-            if record.active:  # read, then written: an accumulator's earlier value is read back
-                size = np.dtype(_get_np_dtype(element(ptr))).itemsize
-                record.load(ptr.data, mask.data, size)
-                record.store(ptr.data, mask.data, element(ptr), size)
-            return rmw(self, op, ptr, val, mask, sem, scope)
+        def on_rmw(a: dict[str, Any]) -> None:  # read, then written: an accumulator's earlier value is read back
+            record.load(a["ptr"].data, a["mask"].data, size_of(a["ptr"]))
+            record.store(a["ptr"].data, a["mask"].data, a["ptr"].get_element_ty(), size_of(a["ptr"]))
 
-        def atomic_cas(self: Any, ptr: Any, cmp: Any, val: Any, sem: Any, scope: Any) -> Any:
-            if record.active:
-                size = np.dtype(_get_np_dtype(element(ptr))).itemsize
-                everywhere = np.ones(np.shape(ptr.data), dtype=bool)
-                record.load(ptr.data, everywhere, size)
-                record.store(ptr.data, everywhere, element(ptr), size)
-            return cas(self, ptr, cmp, val, sem, scope)
+        def on_cas(a: dict[str, Any]) -> None:
+            everywhere = np.ones(np.shape(a["ptr"].data), dtype=bool)
+            record.load(a["ptr"].data, everywhere, size_of(a["ptr"]))
+            record.store(a["ptr"].data, everywhere, a["ptr"].get_element_ty(), size_of(a["ptr"]))
 
-        InterpreterBuilder.create_masked_load = masked_load
-        InterpreterBuilder.create_masked_store = masked_store
-        InterpreterBuilder.create_atomic_rmw = atomic_rmw
-        InterpreterBuilder.create_atomic_cas = atomic_cas
+        for name, seen in (("create_masked_load", on_load), ("create_masked_store", on_store),
+                           ("create_atomic_rmw", on_rmw), ("create_atomic_cas", on_cas)):
+            setattr(InterpreterBuilder, name, _hooked(getattr(InterpreterBuilder, name), seen, record))
 
     # ---------------------------------------------------------------- one call, one launch
 

@@ -43,20 +43,20 @@ def run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, 
     if not sb.contained:
         why = sb.stderr.strip().splitlines()[-1] if sb.stderr.strip() else "?"
         raise HarnessError(f"the sandbox could not be built: {why}", "see agent/harness/contain.py for what it needs")
-    if _import_failed(sb, workdir):  # ours, or the code's it ran? (agent.harness.preflight)
+    if _suspect(sb, workdir):  # ours, or the code's it ran? (agent.harness.preflight)
         preflight.verify(device, tuple(hide))
     return sb
 
 
-def _import_failed(sb: SandboxResult, workdir: Path) -> bool:
+def _suspect(sb: SandboxResult, workdir: Path) -> bool:
     """Whether the worker's stderr or its result's error speaks of a failed import."""
-    if preflight.mentions_import_failure(sb.stderr):
+    if preflight.suspect(sb.stderr):
         return True
     try:
         text = (workdir / "result.json").read_text(errors="replace")
     except OSError:
         return False
-    return preflight.mentions_import_failure(text)
+    return preflight.suspect(text)
 
 
 def load_tensors(path: Path | None, key: str, workdir: Path) -> list[list]:

@@ -151,9 +151,11 @@ def import_folders() -> list[Path]:
     for entry in [str(Path(agent.__file__).resolve().parent.parent), *sys.path,
                   *os.environ.get("PYTHONPATH", "").split(os.pathsep)]:
         if entry:
-            path = Path(entry).resolve()
-            if path not in found and path.is_dir():
-                found.append(path)
+            # both names: the real folder, and the name the path uses where a symbolic link leads there (a .pth
+            # or PYTHONPATH naming /tmp/link/site: behind the wall the link itself is masked away)
+            for path in (Path(entry).resolve(), Path(os.path.abspath(entry))):
+                if path not in found and path.is_dir():
+                    found.append(path)
     return found
 
 
@@ -211,6 +213,20 @@ def _masks(hide: Sequence[Path]) -> list[Path]:
     return sorted(out, key=lambda p: len(p.parts))
 
 
+@lru_cache(maxsize=8)
+def _warn_unreadable(folders: tuple[Path, ...], uid: int) -> None:
+    """An import folder the worker's uid cannot read (a 0700 folder of root's: umask 077, a mkdtemp) is as good as
+    absent behind the wall: the worker imports that package from elsewhere, or not at all. Said once per process."""
+    for folder in folders:
+        try:
+            st = folder.stat()
+        except OSError:
+            continue
+        if st.st_uid != uid and not st.st_mode & 0o005:
+            log.warning("the sandbox's uid %d cannot read the import folder %s (mode %o): its workers will not import "
+                        "from it (chmod o+rx it)", uid, folder, st.st_mode & 0o777)
+
+
 def _closed_ancestors(paths: list[Path], iso: Isolation) -> list[Path]:
     """Directories above a kept path that the unprivileged uid cannot traverse (a 0700 home or mkdtemp): masked too,
     so that the kept paths are bound back under a tmpfs it can walk through."""
@@ -235,7 +251,10 @@ def contain_spec(workdir: Path, iso: Isolation, limits: dict[str, int], hide: Se
     limits = dict(limits)
     if not iso.unshare:
         return {"namespaces": False, "cwd": str(workdir), "limits": limits, "uid": iso.uid, "gid": iso.uid}
-    keep_all = [workdir, *expose, *_import_paths()]
+    imports = _import_paths()
+    keep_all = [workdir, *expose, *imports]
+    if iso.uid is not None:
+        _warn_unreadable(tuple(imports), iso.uid)
     masks: list[Path] = []
     for m in _masks([*hide, *_closed_ancestors(keep_all, iso)]):  # outermost first
         if m in keep_all:

@@ -6,8 +6,8 @@ problem's sizes are fixed; an answer's caps are not, so the answer itself says h
 largest integer constant (literals and constant expressions, `2 ** 13`, `1 << 13`; rounded up to a power of two, as
 a tile is) that a tile could be, at most Triton's largest tensor (2^20 elements). Wherever that exceeds the widest
 extent the problem's sizes reach, the answer gets one more trial (agent.harness.pipeline): the widest size with one
-dimension grown just past it (`past`). Every constant counts, whatever its use: a tile's width may be written
-anywhere, and a constant that is not one costs one trial, never a verdict.
+dimension grown just past it (`past`). The constants counted are those written where a tile's width is
+(largest_tile): not a problem size baked into an answer specialised to it.
 """
 
 from __future__ import annotations
@@ -46,12 +46,50 @@ def _value(node: ast.expr) -> int | None:
 
 
 def largest_tile(code: str) -> int:
-    """The widest power-of-two tile `code`'s integer constants allow (0: none above 1, or the code does not parse)."""
+    """The widest power-of-two tile `code`'s integer constants allow (0: none above 1, or the code does not parse).
+
+    Only constants where a tile's width is written count: a tl.arange bound, a launch's or a triton.Config's
+    keyword (BLOCK=8192), a min()/max() cap, a constexpr parameter's default, and a name or attribute assigned a
+    constant that one of those reads (`BLOCK = 8192`, `self.block = 8192`). A problem's sizes baked into the code
+    (Inductor's `xnumel = 262144`, a shape check) are no tile: an answer specialised to the problem's sizes (the
+    Inductor start) would meet a size it was never meant for."""
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return 0
-    values = [v for n in ast.walk(tree) if isinstance(n, (ast.Constant, ast.BinOp))
+    places: list[ast.expr] = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Call):
+            fn = n.func.attr if isinstance(n.func, ast.Attribute) else n.func.id if isinstance(n.func, ast.Name) else ""
+            if fn in ("arange", "min", "max"):
+                places += n.args
+            if isinstance(n.func, ast.Subscript) or fn in ("Config", "run", "warmup"):
+                places += [k.value for k in n.keywords if k.arg is not None]
+            if fn == "Config":
+                places += [v for a in n.args if isinstance(a, ast.Dict) for v in a.values if v is not None]
+                places += [v for k in n.keywords if isinstance(k.value, ast.Dict) for v in k.value.values
+                           if v is not None]
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            args = [*n.args.posonlyargs, *n.args.args]
+            defaults = dict(zip(args[len(args) - len(n.args.defaults):], n.args.defaults))
+            places += [d for a, d in defaults.items()
+                       if a.annotation is not None and "constexpr" in ast.unparse(a.annotation)]
+            places += [d for a, d in zip(n.args.kwonlyargs, n.args.kw_defaults) if d is not None and
+                       a.annotation is not None and "constexpr" in ast.unparse(a.annotation)]
+    read = {x.id if isinstance(x, ast.Name) else x.attr for p in places for x in ast.walk(p)
+            if isinstance(x, (ast.Name, ast.Attribute))}
+    for n in ast.walk(tree):  # constants given to a name (or attribute) a tile's place reads
+        if isinstance(n, ast.Assign):
+            targets, value = n.targets, n.value
+        elif isinstance(n, ast.AnnAssign) and n.value is not None:
+            targets, value = [n.target], n.value
+        else:
+            continue
+        names = {x.id if isinstance(x, ast.Name) else x.attr for t in targets for x in ast.walk(t)
+                 if isinstance(x, (ast.Name, ast.Attribute))}
+        if names & read:
+            places.append(value)
+    values = [v for p in places for n in ast.walk(p) if isinstance(n, (ast.Constant, ast.BinOp))
               for v in (_value(n),) if v is not None and 1 < v <= MAX_TILE]
     return 1 << (max(values) - 1).bit_length() if values else 0
 
