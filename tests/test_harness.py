@@ -295,8 +295,8 @@ def test_cli_eval_of_a_folder_judges_every_answer_and_summarizes_like_a_benchmar
     table = agent("eval", str(tmp_path / "correct.py"), str(tmp_path / "no_code.md"), "--device", "cpu",
                   "--cache-dir", str(tmp_path / "cache"))
     assert table.returncode == 3 and "correct: 1/2 (50 %)" in table.stdout
-    assert "speedups: n/a (CPU mode)" in table.stdout  # a geometric mean of interpreter timings would mislead
-    assert "than torch.compile – of answers" in table.stdout
+    # a geometric mean or a fraction "faster than torch.compile" of interpreter timings would mislead
+    assert "speedups: n/a (CPU mode)" in table.stdout and "than torch.compile" not in table.stdout
 
 
 @pytest.mark.slow
