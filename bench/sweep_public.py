@@ -206,6 +206,11 @@ def _on_device(answer: Path) -> bool:
     return _DEVICE_BRANCH.search(answer.read_text(errors="replace")) is not None
 
 
+def _key(answer: str) -> str:
+    """An answer's name within the sweep (source/answers/file): results move between machines with the folder."""
+    return "/".join(Path(answer).parts[-3:])
+
+
 def _save(path: Path, meta: dict, results: dict[str, dict]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"meta": meta, "results": list(results.values())}, indent=1) + "\n")
@@ -234,7 +239,7 @@ def _judge_all(todo: list[dict], args: argparse.Namespace, out: Path, meta: dict
             a, r = futures[f], f.result()
             if r is None:
                 continue
-            done[a["answer"]] = {**a, **r}
+            done[_key(a["answer"])] = {**a, **r}
             print(f"[{i}/{len(todo)}] {r['verdict']:<15} {r.get('seconds', 0):6.1f}s  {a['source']}: "
                   f"{Path(a['answer']).name}", file=sys.stderr)
             _save(out, meta, done)
@@ -260,18 +265,18 @@ def run(args: argparse.Namespace) -> int:
     meta = _meta(args, sweep)
     done: dict[str, dict] = {}
     if args.resume and out.exists():
-        done = {r["answer"]: r for r in json.loads(out.read_text())["results"]}
-    todo = [a for a in answers if a["answer"] not in done]
+        done = {_key(r["answer"]): r for r in json.loads(out.read_text())["results"]}
+    todo = [a for a in answers if _key(a["answer"]) not in done]
     print(f"{len(answers)} answers, {len(answers) - len(todo)} already judged; results -> {out}", file=sys.stderr)
     if args.static_only:
         for a in todo:
-            done[a["answer"]] = {**a, **_static(a, args.stage), "cpu_sizes": _cpu_sizes(Path(a["problem"])),
+            done[_key(a["answer"])] = {**a, **_static(a, args.stage), "cpu_sizes": _cpu_sizes(Path(a["problem"])),
                                "device_branch": _on_device(Path(a["answer"]))}
         _save(out, meta, done)
     else:
         _judge_all(todo, args, out, meta, done)
-    wanted = {a["answer"] for a in answers}
-    results = [r for r in done.values() if r["answer"] in wanted]
+    wanted = {_key(a["answer"]) for a in answers}
+    results = [r for r in done.values() if _key(r["answer"]) in wanted]
     print(render(results, meta, sweep))
     if args.review:
         print(review(results, sweep))

@@ -262,3 +262,21 @@ def test_cpu_mode_judges_under_an_older_triton_and_names_an_interpreter_that_can
         assert broken.returncode == 1, broken.stdout[-2000:] + broken.stderr[-2000:]
         line = broken.stderr.strip().splitlines()[-1]
         assert "Triton 3.6.0's interpreter cannot run a kernel here under NumPy" in line and "Traceback" not in line
+
+
+def test_home_on_pythonpath_shows_its_modules_and_packages_not_its_other_files(tmp_path, wheel, user):
+    """A user who keeps helpers in HOME and puts HOME on PYTHONPATH: behind the wall the modules and packages there
+    import, and HOME's keys, notes and data folders stay masked (before: an import folder that is no site folder was
+    bound back whole)."""
+    home, cwd = user
+    (home / "myhelpers.py").write_text("X = 1\n")
+    (home / "mylib").mkdir()
+    (home / "mylib" / "__init__.py").write_text("")
+    (home / "data").mkdir()
+    (home / "data" / "secret.txt").write_text(SECRET)
+    (home / "notes.txt").write_text(SECRET)
+    site = _venv(tmp_path / "venv")
+    _pip("--no-deps", "--no-index", str(wheel), python=str(tmp_path / "venv" / "bin" / "python"))
+    _link_dependencies(site)
+    seen = _judge_and_wall(Mode(str(tmp_path / "venv" / "bin" / "python"), home, PYTHONPATH=str(home)), home, cwd)
+    assert seen["home"] == ["myhelpers.py", "mylib"], seen["home"]

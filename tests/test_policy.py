@@ -918,6 +918,21 @@ def test_getattr_of_an_own_layers_name_computed_after_a_public_prefix_is_allowed
     assert rules_of(OWN_LAYERS.replace("{line}", line)) == set()
 
 
+HANDED_LAYER = """
+def weights(lstm, layers, suffix=""):
+    return [{line} for layer in range(layers)]
+"""
+
+
+@pytest.mark.parametrize("line", ['getattr(lstm, f"weight_ih_l{layer}{suffix}")',
+                                  'getattr(lstm, "bias_hh_l" + str(layer))',
+                                  'getattr(lstm, "weight_hh_l" + str(layer) + suffix)'])
+def test_getattr_of_a_handed_layers_name_no_reachable_attribute_starts_with_is_allowed(line):
+    """LLMKernel's RNN answers: a helper handed the nn.LSTM reads its per-layer weights. No module, tensor, Triton
+    kernel or builtin an answer can reach has an attribute starting `weight_ih_l`: only nn.RNN's own names do."""
+    assert rules_of(HANDED_LAYER.replace("{line}", line)) == set()
+
+
 @pytest.mark.parametrize("line", [
     'getattr(self, f"{layer}")',                  # no literal start: anything
     'getattr(self, f"_{layer}")',                 # private, dunders
@@ -925,8 +940,34 @@ def test_getattr_of_an_own_layers_name_computed_after_a_public_prefix_is_allowed
     'getattr(self, f"load{layer}")',              # load_state_dict
     'getattr(torch, f"weight{layer}")',           # not the answer's own module
     'getattr(self._modules, f"weight{layer}")',   # a private link in the chain
-    'getattr(x, f"weight{layer}")',               # not self
+    'getattr(x, f"weight{layer}")',               # not self, and torch has weight_norm
+    'getattr(torch, "lo" + str(layer))',          # torch.load
+    'getattr(x, f"ops{layer}")',                  # torch.ops
+    'getattr(x, f"cud{layer}")',                  # torch.cuda, Tensor.cuda
+    'getattr(x, "untyped" + str(layer))',         # Tensor.untyped_storage
+    'getattr(x, f"run{layer}")',                  # a Triton kernel's run
 ])
 def test_getattr_with_a_computed_name_that_could_reach_beyond_the_answers_own_is_refused(line):
     assert "escape" in rules_of(OWN_LAYERS.replace("{line}", line).replace("def weights(self, x)",
                                                                              "def weights(self, x=None)"))
+
+
+@pytest.mark.parametrize("code", [
+    "import torch.utils.checkpoint as cp\ndef f(fn, x):\n    return cp.checkpoint(fn, x, use_reentrant=False)",
+    "from torch.utils.checkpoint import checkpoint\ndef f(fn, x):\n    return checkpoint(fn, x)",
+    "import random\ndef seed():\n    return random.randint(0, 2**31 - 1)",
+])
+def test_real_answers_imports_that_compute_nothing_beyond_their_arguments_are_allowed(code):
+    """LLMKernel's DenseNet201/SwinV2 (activation checkpointing) and a dropout seed drawn from `random`."""
+    assert rules_of(code) == set()
+
+
+@pytest.mark.parametrize("code", [
+    "import torch.utils.checkpoint as cp\ndef f(x):\n    return g(cp)",                   # the module as a value
+    "import torch.utils.checkpoint as cp\ndef f(x):\n    return cp.CheckpointFunction",   # not a listed path
+    "import random\ndef f():\n    return random.SystemRandom()",                          # os.urandom underneath
+    "import random\ndef f():\n    return random._os",                                     # private: the os module
+    "import torch.utils.data\ndef f():\n    return torch.utils.data.DataLoader",           # the rest of torch.utils
+])
+def test_the_rest_of_those_modules_stays_refused(code):
+    assert rules_of(code) & {"import", "escape"}

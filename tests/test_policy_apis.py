@@ -211,7 +211,7 @@ def test_torchscript_compile_and_autocast_markers_are_allowed():
     "f = torch.compiler.disable(print)",             # imports dynamo, which replaces torch.manual_seed
     "torch.compiler.set_stance('force_eager')",
     "torch.amp.GradScaler()",
-    "import torch.jit",
+    "import torch.jit as j\nk = j",                  # imported, then the module as a value
 ])
 def test_the_rest_of_those_modules_stays_refused(code):
     assert "import" in rules_of(code)

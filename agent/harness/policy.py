@@ -149,9 +149,18 @@ class _Checker:
         for a in node.names:
             if _guarded(a.name):
                 continue  # its uses are judged where they are (`name`, `path`): none outside the main guard
+            if a.name in _data().module_paths and self._only_attribute_uses(a.asname or a.name.split(".")[0]):
+                continue  # `import torch.utils.checkpoint as cp`: each `cp.x` is judged as its path, never a value
             if not reach.allowed(a.name) and not environ.importable(a.name):
                 self.add(node, "import", f"import of `{a.name}` is not allowed (a kernel module may import: {allowed_list})")
                 return
+
+    def _only_attribute_uses(self, alias: str) -> bool:
+        """Whether every use of `alias` reads an attribute of it (so `path` judges each), never the module as a value."""
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.Name) and n.id == alias and not isinstance(getattr(n, "_parent", None), ast.Attribute):
+                return False
+        return True
 
     def builtins(self, code: str) -> None:
         allowed = _data().builtins
@@ -266,7 +275,7 @@ class _Checker:
             return
         name = node.args[1]
         if not (isinstance(name, ast.Constant) and isinstance(name.value, str)):
-            if fn.id == "getattr" and not reaches_only_own(node.args[0], name):
+            if fn.id == "getattr" and not reaches_only_own(node.args[0], name, frozenset(_reach().exact)):
                 self.add(node, "escape", "getattr with a computed name is not allowed: use the attribute directly")
             return
         synthetic = ast.Attribute(value=node.args[0], attr=name.value, ctx=ast.Load())

@@ -161,10 +161,11 @@ def import_folders() -> list[Path]:
 
 def _import_paths() -> list[Path]:
     """What the worker must see to import what the user installed, however it was installed: the prefixes, and every
-    import folder whole, but for two that hold what a candidate must not see. A source checkout (the folder holding
-    the `agent` package without an install record of it: an editable install, or a checkout on PYTHONPATH)
-    contributes only its `agent` package, its store (candidates/, profiles/) and the rest staying masked; our
-    working directory is the worker's own business unless packages were installed into it."""
+    site folder (one holding install records) whole; of any other import folder (HOME or a projects folder on
+    PYTHONPATH) only what an import can load. A source checkout (the folder holding the `agent` package without an
+    install record of it: an editable install, or a checkout on PYTHONPATH) contributes only its `agent` package,
+    its store (candidates/, profiles/) and the rest staying masked; our working directory is the worker's own
+    business unless packages were installed into it."""
     import agent
 
     package = Path(agent.__file__).resolve().parent
@@ -172,10 +173,38 @@ def _import_paths() -> list[Path]:
     cwd = Path.cwd().resolve()
     found = [package, Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent]
     for path in import_folders():
-        if path in (checkout, cwd) and not is_site_folder(path):
-            continue
-        found += [path, *_linked_out(path)]
+        if is_site_folder(path):
+            found += [path, *_linked_out(path)]
+        elif path not in (checkout, cwd):
+            # a folder of the user's own on PYTHONPATH (HOME itself, a projects folder): what Python can import
+            # from it, not the notes, keys and data files beside the modules
+            found += _importable(path)
     return [p for p in dict.fromkeys(found) if p.exists()]
+
+
+def _importable(folder: Path) -> list[Path]:
+    """A plain folder's entries that an import can load: modules and packages (a folder named as an identifier that
+    holds Python code), with where their links lead."""
+    out = []
+    try:
+        entries = list(folder.iterdir())
+    except OSError:
+        return []
+    for e in entries:
+        try:
+            if e.is_file() and (e.suffix in (".py", ".pyc") or e.name.endswith((".so", ".pyd"))) and \
+                    e.name.split(".")[0].isidentifier():
+                out.append(e)
+            elif e.is_dir() and e.name.isidentifier() and any(
+                    c.suffix == ".py" or c.name.endswith(".so") for c in e.iterdir()):
+                out.append(e)
+            else:
+                continue
+            if e.is_symlink():
+                out.append(e.resolve())
+        except OSError:
+            continue
+    return out
 
 
 def _linked_out(folder: Path) -> list[Path]:
