@@ -44,6 +44,7 @@ from agent.schema import Model, ProblemSpec, Profile, Stage
 log = logging.getLogger(__name__)
 
 NVTX_RANGE = "agent_profile"
+PROFILED_LAUNCHES = 8  # per kernel of the candidate; a forward launching each once or twice is profiled whole
 _REPORT_STEM = "profile"  # ncu -o WORKDIR/profile writes WORKDIR/profile.ncu-rep
 _NCU_DIRS = ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute/*")
 _PERM_HINT = (
@@ -81,6 +82,9 @@ class ProfileRequest(Model):
         default="base", description="ncu --clock-control: base locks the SM clock to base (repeatable metrics)"
     )
     warmup: int = Field(default=3, description="uncounted calls before the profiled one (JIT compile, autotune)")
+    launches_per_kernel: int = Field(default=PROFILED_LAUNCHES, ge=1, description="launches profiled per kernel of "
+                                     "the candidate (their total caps ncu's launch count): a forward of thousands "
+                                     "of launches profiles in seconds, not hours")
     gpu_lock: Path | None = Field(default=None, description="the GPU's lock, where several workers share the GPU")
     hide: list[Path] = Field(default_factory=list, description="directories the candidate must not see (the store)")
 
@@ -106,6 +110,9 @@ def ncu_argv(ncu: Path, req: ProfileRequest, kernels: list[str], report_stem: Pa
         str(ncu), "--target-processes", "all",
         "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/",
         "--kernel-name", "regex:^(" + "|".join(re.escape(k) for k in kernels) + ")$",
+        # a forward of thousands of launches would replay every one of them: profile a sample (ncu counts only the
+        # launches its filters keep, so the sample is the measured forward's first launches)
+        "--launch-count", str(req.launches_per_kernel * len(kernels)),
         "--clock-control", req.clock_control,
     ]
     if req.metric_set == "full":
@@ -116,7 +123,9 @@ def ncu_argv(ncu: Path, req: ProfileRequest, kernels: list[str], report_stem: Pa
         from agent.diagnosis import DIAGNOSIS_METRICS
 
         wanted = stage_metric_set(req.stage)
-        argv += ["--metrics", ",".join([*wanted, *(m for m in DIAGNOSIS_METRICS if m not in wanted)]),
+        # device attributes are in every report; they are not counters to collect
+        extra = [m for m in DIAGNOSIS_METRICS if m not in wanted and not m.startswith("device__")]
+        argv += ["--metrics", ",".join([*wanted, *extra]),
                  "--section", "SourceCounters", "--import-source", "no"]
     return argv + ["-f", "-o", str(report_stem)]
 
