@@ -203,12 +203,14 @@ def _diagnosis(profile) -> None:  # profile: agent.schema.Profile
     # diagnose's own order: root causes by their one gain, each with the symptoms it explains under it; where the
     # kernel sits on the roofline after them (no gain of its own), then ncu's rules
     findings = diagnose(DiagnosisInput(profile=profile, gpu=gpu))
-    table = Table(title=f"diagnosis ({gpu.name if gpu else 'GPU unknown'}): root causes first, most valuable first; "
-                        f"↳ the symptoms each explains", title_justify="left")
+    table = Table(title=f"diagnosis ({gpu.name if gpu else 'GPU unknown'}): root causes by estimated gain, largest "
+                        f"first, ↳ the symptoms each explains; then where the kernel sits; then ncu's own rules by "
+                        f"their estimates (which overlap the causes)", title_justify="left")
     for col in ("finding", "kernel", "evidence", "direction", "gain"):
         table.add_column(col, justify="right" if col == "gain" else "left", no_wrap=col == "finding")
     for f in findings:
-        table.add_row(f.kind, f.kernel, f.evidence, f.direction, f"{f.gain_pct:.0f} %" if f.gain_pct else "–")
+        gain = f"{f.gain_pct:.0f} %" if f.gain_pct else "–"
+        table.add_row(f.kind, f.kernel, f.evidence, f.direction, f"ncu {gain}" if f.source == "ncu" else gain)
         for s in f.folded:
             table.add_row(f"  ↳ {s.kind}", s.kernel, s.evidence, "", "")
     console().print(table if findings else "no findings: nothing in this report stands out")

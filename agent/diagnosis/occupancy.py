@@ -119,7 +119,9 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
             figures["block"] = float(block)
         unfilled = achieved is not None and achieved < FILLED * theoretical
         detail = limiter
-        if theoretical < low:  # the resources alone keep the warps under the threshold
+        # the resources alone keep the warps under the threshold; or the per-SM program cap leaves slots empty
+        # however many programs there are (one-warp programs: 32 of 64 slots at most): each program needs more warps
+        if theoretical < low or (limiter == "programs per SM" and theoretical < 100):
             remedy, direction = WHAT[limiter]
             if unfilled:
                 direction += ", and enough programs to fill them"
