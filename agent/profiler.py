@@ -1,14 +1,17 @@
 """Run a candidate under Nsight Compute, inside the harness sandbox, and read what it measured.
 
     ncu --target-processes all --nvtx --nvtx-include agent_profile/ --kernel-name regex:^(k1|k2)$
-        --clock-control base (--metrics M1,M2,... --section SourceCounters | --set full) --import-source no
+        --launch-count 16 --clock-control base (--metrics M1,M2,... --section SourceCounters | --set full) --import-source no
         -f -o WORKDIR/profile
         python -m agent.harness.worker WORKDIR/job.json          (mode "profile")
 
 The worker warms the candidate up (JIT compilation happens there, outside the range), then runs one call inside
 the push/pop NVTX range "agent_profile" (the trailing slash in --nvtx-include selects push/pop ranges); ncu keeps
 only kernels inside that range whose function names are the candidate's own @triton.jit kernels, so neither
-compilation nor the PyTorch parts (the ConvTranspose2d, the reference) are profiled.
+compilation nor the PyTorch parts (the ConvTranspose2d, the reference) are profiled. Of a forward that launches its
+kernels thousands of times (a loop over rows) ncu profiles the first PROFILED_LAUNCHES per kernel (its launch count
+counts only what the filters keep: ncu 2025.3's --kernel-id takes an invocation number, not a range, and the
+harness's warm-up calls come first); the diagnosis takes the launches per forward from the harness's timing.
 
 ncu runs inside the sandbox's namespaces with its target (ncu outside with the target inside hangs, DESIGN.md).
 It writes the report into the sandbox's workdir (the only place under /tmp the namespace shares); the report is

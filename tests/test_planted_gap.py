@@ -42,3 +42,20 @@ def test_every_planted_kind_runs_under_the_interpreter_and_computes_the_gap():
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_kind_names_the_kernels_ncu_keeps(kind):
     assert kernel_names(kind) and all(n.startswith("gap_") and n.endswith("_kernel") for n in kernel_names(kind))
+
+
+def test_the_profile_driver_records_each_kinds_failure_and_goes_on(tmp_path):
+    """Without a GPU every kind fails at its first step: each says so in its JSON and the table, none stops the rest."""
+    import json
+
+    p = subprocess.run([sys.executable, "bench/diag/planted_profile.py", str(tmp_path), "--kinds", "healthy,launches",
+                        "--timeout", "120", "--size", "2,4,16,16"], capture_output=True, text=True, cwd=REPO,
+                       timeout=300, env={k: v for k, v in __import__("os").environ.items() if k != "TRITON_INTERPRET"})
+    assert p.returncode == 1, p.stderr[-2000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert list(summary) == ["healthy", "launches"] and not any(r["ok"] for r in summary.values())
+    assert all(r["error"].startswith("check: ") for r in summary.values())
+    assert [line.split()[:2] for line in p.stdout.splitlines()] == [["healthy", "FAIL"], ["launches", "FAIL"]]
+    bad = subprocess.run([sys.executable, "bench/diag/planted_profile.py", str(tmp_path), "--kinds", "nope"],
+                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert bad.returncode == 2 and "unknown kinds nope" in bad.stderr

@@ -31,8 +31,8 @@ REPO = HERE.parents[1]
 sys.path[:0] = [str(HERE), str(REPO)]
 
 
-def child(kind: str, step: str, shape: tuple[int, ...]) -> None:
-    """One step for one kind, in this process (ncu runs `profile` as its application)."""
+def child(kind: str, step: str, shape: tuple[int, ...], nvtx: str) -> None:
+    """One step for one kind, in this process (ncu runs `profile` as its application): torch and triton only."""
     import torch
 
     from planted_gap import forward
@@ -50,11 +50,9 @@ def child(kind: str, step: str, shape: tuple[int, ...]) -> None:
     elif step == "time":
         print(json.dumps(_time(kind, x)))
     elif step == "profile":
-        from agent.profiler import NVTX_RANGE
-
         forward(kind, x)  # compiles, outside the range
         torch.cuda.synchronize()
-        torch.cuda.nvtx.range_push(NVTX_RANGE)
+        torch.cuda.nvtx.range_push(nvtx)
         forward(kind, x)
         torch.cuda.synchronize()
         torch.cuda.nvtx.range_pop()
@@ -115,14 +113,15 @@ def one(kind: str, out: Path, shape: tuple[int, ...], timeout: float) -> dict:
     """Every step for one kind; the record says how far it got and why it stopped."""
     from agent.diagnosis import DIAGNOSIS_METRICS, DiagnosisInput, diagnose, for_prompt
     from agent.ncu import read_report, stage_metric_set
-    from agent.profiler import ProfileRequest, find_ncu, ncu_argv
+    from agent.profiler import NVTX_RANGE, ProfileRequest, find_ncu, ncu_argv
     from agent.problems import load_problem
     from agent.schema import Timing
     from agent.stages import get_stage
     from planted_gap import kernel_names
 
     rec: dict = {"kind": kind, "ok": False}
-    me = [sys.executable, str(Path(__file__).resolve()), "--child", kind, "--size", ",".join(map(str, shape))]
+    me = [sys.executable, str(Path(__file__).resolve()), "--child", kind, "--size", ",".join(map(str, shape)),
+          "--nvtx", NVTX_RANGE]
     started = time.monotonic()
     try:
         for step in ("check", "time"):
@@ -181,10 +180,11 @@ def main() -> int:
     ap.add_argument("--size", default=",".join(map(str, FULL_SHAPE)), help="N,C,H,W (default gap44's GAP input)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--step", help=argparse.SUPPRESS)
+    ap.add_argument("--nvtx", default="agent_profile", help=argparse.SUPPRESS)
     args = ap.parse_args()
     shape = tuple(int(v) for v in args.size.split(","))
     if args.child:
-        child(args.child, args.step, shape)
+        child(args.child, args.step, shape, args.nvtx)
         return 0
     if args.out is None:
         ap.error("OUT (a folder for the reports and JSON) is required")
