@@ -219,3 +219,18 @@ def test_a_prompt_shows_at_most_five_findings_root_causes_first():
     assert len(shown) == 5 and len(diagnose(DiagnosisInput(profile=p, gpu=find_gpu("h100")))) > 5
     assert [f.kind for f in shown[:2]] == ["small-grid", "spills"]
     assert all(f.source == "ncu" for f in shown[3:])  # ncu's own estimates after the causes and the roofline
+
+
+def test_bank_conflicts_cost_their_replayed_wavefronts_where_warps_wait_on_shared_memory():
+    """The planted PTX kernel recorded on an H100 (every thread of a warp in bank 0): 97 % of its shared wavefronts
+    are conflicts and its warps wait on shared memory in all their stalls; ncu's own rule says 96.8 %."""
+    from pathlib import Path
+
+    metrics = [*stage_metric_set(get_stage("memory-fusion")), *DIAGNOSIS_METRICS]
+    data = Path(__file__).parent / "data" / "ncu"
+    out = diagnose(DiagnosisInput(profile=read_report(data / "planted_conflict.ncu-rep", metrics), gpu=find_gpu("h100")))
+    assert out[0].kind == "bank-conflicts" and out[0].gain_pct == 96.4 and [s.kind for s in out[0].folded] == ["stalls"]
+    assert "warps waiting on shared memory 100 % of their stalls" in out[0].evidence
+    twin = diagnose(DiagnosisInput(profile=read_report(data / "planted_conflict_free.ncu-rep", metrics),
+                                   gpu=find_gpu("h100")))
+    assert "bank-conflicts" not in kinds(twin)

@@ -27,7 +27,7 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "spills": ("l2-bound", "stalls", "low-dram", "low-occupancy:registers"),
     "uncoalesced-load": ("l2-bound", "low-dram", "stalls"),
     "uncoalesced-store": ("l2-bound", "low-dram", "stalls"),
-    "bank-conflicts": ("stalls",),
+    "bank-conflicts": ("stalls", "low-dram"),
     "issue-bound": ("stalls", "low-dram"),
     # a resource that caps the warps in flight: too few to hide memory latency
     "low-occupancy:programs per SM": ("stalls", "low-dram"),
