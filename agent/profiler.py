@@ -1,14 +1,17 @@
 """Run a candidate under Nsight Compute, inside the harness sandbox, and read what it measured.
 
     ncu --target-processes all --nvtx --nvtx-include agent_profile/ --kernel-name regex:^(k1|k2)$
-        --clock-control base (--metrics M1,M2,... --section SourceCounters | --set full) --import-source no
+        --launch-count 16 --clock-control base (--metrics M1,M2,... --section SourceCounters | --set full) --import-source no
         -f -o WORKDIR/profile
         python -m agent.harness.worker WORKDIR/job.json          (mode "profile")
 
 The worker warms the candidate up (JIT compilation happens there, outside the range), then runs one call inside
 the push/pop NVTX range "agent_profile" (the trailing slash in --nvtx-include selects push/pop ranges); ncu keeps
 only kernels inside that range whose function names are the candidate's own @triton.jit kernels, so neither
-compilation nor the PyTorch parts (the ConvTranspose2d, the reference) are profiled.
+compilation nor the PyTorch parts (the ConvTranspose2d, the reference) are profiled. Of a forward that launches its
+kernels thousands of times (a loop over rows) ncu profiles the first PROFILED_LAUNCHES per kernel (its launch count
+counts only what the filters keep: ncu 2025.3's --kernel-id takes an invocation number, not a range, and the
+harness's warm-up calls come first); the diagnosis takes the launches per forward from the harness's timing.
 
 ncu runs inside the sandbox's namespaces with its target (ncu outside with the target inside hangs, DESIGN.md).
 It writes the report into the sandbox's workdir (the only place under /tmp the namespace shares); the report is
@@ -44,6 +47,7 @@ from agent.schema import Model, ProblemSpec, Profile, Stage
 log = logging.getLogger(__name__)
 
 NVTX_RANGE = "agent_profile"
+PROFILED_LAUNCHES = 8  # per kernel of the candidate; a forward launching each once or twice is profiled whole
 _REPORT_STEM = "profile"  # ncu -o WORKDIR/profile writes WORKDIR/profile.ncu-rep
 _NCU_DIRS = ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute/*")
 _PERM_HINT = (
@@ -81,6 +85,9 @@ class ProfileRequest(Model):
         default="base", description="ncu --clock-control: base locks the SM clock to base (repeatable metrics)"
     )
     warmup: int = Field(default=3, description="uncounted calls before the profiled one (JIT compile, autotune)")
+    launches_per_kernel: int = Field(default=PROFILED_LAUNCHES, ge=1, description="launches profiled per kernel of "
+                                     "the candidate (their total caps ncu's launch count): a forward of thousands "
+                                     "of launches profiles in seconds, not hours")
     gpu_lock: Path | None = Field(default=None, description="the GPU's lock, where several workers share the GPU")
     hide: list[Path] = Field(default_factory=list, description="directories the candidate must not see (the store)")
 
@@ -106,6 +113,9 @@ def ncu_argv(ncu: Path, req: ProfileRequest, kernels: list[str], report_stem: Pa
         str(ncu), "--target-processes", "all",
         "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/",
         "--kernel-name", "regex:^(" + "|".join(re.escape(k) for k in kernels) + ")$",
+        # a forward of thousands of launches would replay every one of them: profile a sample (ncu counts only the
+        # launches its filters keep, so the sample is the measured forward's first launches)
+        "--launch-count", str(req.launches_per_kernel * len(kernels)),
         "--clock-control", req.clock_control,
     ]
     if req.metric_set == "full":
@@ -116,7 +126,9 @@ def ncu_argv(ncu: Path, req: ProfileRequest, kernels: list[str], report_stem: Pa
         from agent.diagnosis import DIAGNOSIS_METRICS
 
         wanted = stage_metric_set(req.stage)
-        argv += ["--metrics", ",".join([*wanted, *(m for m in DIAGNOSIS_METRICS if m not in wanted)]),
+        # device attributes are in every report; they are not counters to collect
+        extra = [m for m in DIAGNOSIS_METRICS if m not in wanted and not m.startswith("device__")]
+        argv += ["--metrics", ",".join([*wanted, *extra]),
                  "--section", "SourceCounters", "--import-source", "no"]
     return argv + ["-f", "-o", str(report_stem)]
 

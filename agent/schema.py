@@ -52,6 +52,8 @@ class GPUSpec(Model):
     smem_per_sm_kb: int
     smem_per_block_kb: int
     l2_mb: Number
+    max_blocks_per_sm: int = Field(default=32, description="programs one SM holds at once whatever their resources "
+                                                            "(sm_80/sm_90: 32, sm_86: 16, sm_89: 24); not shown")
 
 
 class StageRules(Model):

@@ -128,9 +128,13 @@ def test_render_adds_a_diagnosis_block_from_the_metrics_unless_it_is_off(tmp_pat
         block = out.split("[DIAGNOSIS]\n", 1)[1].split("\n\n**Task**", 1)[0]
         block, allows = block.split("This stage's rules allow:\n", 1)  # memory-fusion's stage data, after the findings
         block = block.splitlines()[1:]
-        assert len(block) == 4 and block[0].startswith("- grid 32 programs on 132 SMs: 100 SMs (76 %) idle")
+        # at most five findings, root causes first, each followed by the symptoms it explains
+        findings = [line for line in block if line.startswith("- ")]
+        assert len(findings) == 5 and block[0].startswith("- grid 32 programs on 132 SMs: 100 SMs (76 %) idle")
         assert "channels-last" in allows and "without its bias" in allows and "split reduction" in allows
-        assert "registers limit it (255 per thread" in block[2] and "long_scoreboard" in block[3]
+        assert block[1].startswith("  It explains: ") and "long_scoreboard" in block[1]  # the grid's idle SMs
+        assert block[2].startswith("- 255 registers per thread, 1,918,848 spill instructions")
+        assert block[3].startswith("  It explains: ") and "registers limit it (255 per thread" in block[3]
 
 
 def test_render_defaults_to_the_starting_kernel_and_takes_feedback(tmp_path):

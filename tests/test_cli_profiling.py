@@ -123,19 +123,23 @@ def test_replay_reads_a_saved_report_as_a_command_of_its_own_with_no_deprecation
     assert "old spelling" not in agent("replay", "--help").stdout
 
 
-def test_ncus_diagnosis_lists_the_findings_by_estimated_gain_largest_first():
-    """Before: "most valuable first", but ncu's 98 % estimate was the seventh row, below findings with none."""
+def test_ncus_diagnosis_lists_the_root_causes_by_gain_then_where_the_kernel_sits_then_ncus_rules():
+    """Before: "most valuable first", but ncu's 98 % estimate was the seventh row, below findings with none; then
+    (issue 37) the roofline's distance to the roof competed with the causes' gains, and symptoms with their causes."""
     r = agent("ncu", FULL_REPORT, "--format", "diagnosis")
     assert r.returncode == 0, r.stderr
-    gains = []
+    rows = []
     for row in r.stdout.splitlines():
         cells = [c.strip() for c in row.split("│")]
         if len(cells) > 2 and cells[1] and not cells[1].startswith("finding"):  # a finding's first line
-            gains.append(None if cells[-2] == "–" else float(cells[-2].rstrip(" %")))
-    assert len(gains) >= 9 and gains[0] == 98, gains
-    known = [g for g in gains if g is not None]
-    assert known == sorted(known, reverse=True) and gains[len(known):] == [None] * (len(gains) - len(known)), gains
-    assert "by estimated gain" in r.stdout and "most valuable" not in agent("ncu", "--help").stdout
+            rows.append((cells[1], cells[-2]))
+    causes = [(k, float(g.rstrip(" %"))) for k, g in rows if not k.startswith(("↳", "ncu:")) and g != "–"]
+    assert [k for k, _ in causes] == ["small-grid", "spills"] and causes[0][1] > causes[1][1]
+    assert all(g == "" for k, g in rows if k.startswith("↳"))  # a symptom folded under its cause: no gain of its own
+    kinds = [k for k, _ in rows]
+    assert kinds.index("spills") < kinds.index("memory-bound") < kinds.index("ncu:HighPipeUtilization")
+    assert dict(rows)["memory-bound"] == "–" and dict(rows)["ncu:HighPipeUtilization"] == "ncu 98 %"
+    assert "root causes by estimated gain" in r.stdout
 
 
 def test_replay_of_an_unknown_stage_names_the_choices():

@@ -20,7 +20,7 @@ from agent.errors import UserError
 from agent.harness.job import worker_argv
 from agent.harness.policy import kernel_names
 from agent.problems import load_problem, starting_code
-from agent.profiler import ProfileError, ProfileRequest, find_ncu, ncu_argv, profile
+from agent.profiler import PROFILED_LAUNCHES, ProfileError, ProfileRequest, find_ncu, ncu_argv, profile
 from agent.schema import Stage
 
 DATA = Path(__file__).parent / "data" / "ncu"
@@ -100,11 +100,16 @@ def test_profiles_the_candidates_kernels_in_the_nvtx_range_and_saves_report_and_
     assert "--nvtx --nvtx-include agent_profile/" in opts  # trailing slash: a push/pop range
     assert "--kernel-name regex:^(fused_multiply_gap_kernel_optimized|fused_multiply_gap_kernel_small)$" in opts
     assert "--target-processes all" in opts and "--clock-control base" in opts
+    # a sample of each kernel's launches: a forward of 2048 launches replays 16 here, not 2048
+    assert f"--launch-count {2 * PROFILED_LAUNCHES}" in opts and PROFILED_LAUNCHES == 8
     metrics = argv[argv.index("--metrics") + 1].split(",")
     assert metrics[:5] == STAGE.metrics and "gpu__time_duration.sum" in metrics
     from agent.diagnosis import DIAGNOSIS_METRICS  # what the analyzers read beyond the stage: the roofline's too
 
-    assert set(DIAGNOSIS_METRICS) <= set(metrics) and len(metrics) == len(set(metrics))
+    # device attributes are in every report, never counters to collect
+    counters = {m for m in DIAGNOSIS_METRICS if not m.startswith("device__")}
+    assert counters <= set(metrics) and len(metrics) == len(set(metrics)) and not any(
+        m.startswith("device__") for m in metrics)
     assert {"dram__bytes_read.sum", "launch__occupancy_limit_registers",
             "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed"} <= set(metrics)
     app = argv[argv.index("-o") + 2:]

@@ -79,8 +79,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _report_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("table", "json", "prompt", "diagnosis", "sass"), default="table",
-                   help="output format (default: table); diagnosis: the findings by estimated gain, largest first, "
-                        "those without one after; sass: the kernels' SASS with executed counts and warp samples "
+                   help="output format (default: table); diagnosis: the root causes by estimated gain, largest "
+                        "first, each with the symptoms it explains, then where the kernel sits; sass: the kernels' SASS with executed counts and warp samples "
                         "(full-set reports)")
     p.add_argument("--stage", default=DEFAULT_STAGE, metavar="S", help=f"stage whose metrics to show (default: {DEFAULT_STAGE})")
     p.add_argument("--diff", type=Path, metavar="B.ncu-rep", help="compare with this report: before=REPORT, after=B")
@@ -200,15 +200,19 @@ def _diagnosis(profile) -> None:  # profile: agent.schema.Profile
     from agent.view import console
 
     gpu = closest_gpu(profile.gpu) if profile.gpu else None
-    # by estimated gain, as the gain column reads (the prompt's [DIAGNOSIS] keeps diagnose's causes-first order: the
-    # seed's small grid, 76 %, stays in its first four above ncu's broader 98 % and 76 % estimates); ties keep it
-    findings = sorted(diagnose(DiagnosisInput(profile=profile, gpu=gpu)),
-                      key=lambda f: (f.gain_pct is None, -(f.gain_pct or 0.0)))
-    table = Table(title=f"diagnosis ({gpu.name if gpu else 'GPU unknown'}), by estimated gain", title_justify="left")
+    # diagnose's own order: root causes by their one gain, each with the symptoms it explains under it; where the
+    # kernel sits on the roofline after them (no gain of its own), then ncu's rules
+    findings = diagnose(DiagnosisInput(profile=profile, gpu=gpu))
+    table = Table(title=f"diagnosis ({gpu.name if gpu else 'GPU unknown'}): root causes by estimated gain, largest "
+                        f"first, ↳ the symptoms each explains; then where the kernel sits; then ncu's own rules by "
+                        f"their estimates (which overlap the causes)", title_justify="left")
     for col in ("finding", "kernel", "evidence", "direction", "gain"):
         table.add_column(col, justify="right" if col == "gain" else "left", no_wrap=col == "finding")
     for f in findings:
-        table.add_row(f.kind, f.kernel, f.evidence, f.direction, f"{f.gain_pct:.0f} %" if f.gain_pct else "–")
+        gain = f"{f.gain_pct:.0f} %" if f.gain_pct else "–"
+        table.add_row(f.kind, f.kernel, f.evidence, f.direction, f"ncu {gain}" if f.source == "ncu" else gain)
+        for s in f.folded:
+            table.add_row(f"  ↳ {s.kind}", s.kernel, s.evidence, "", "")
     console().print(table if findings else "no findings: nothing in this report stands out")
 
 

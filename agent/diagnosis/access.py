@@ -12,9 +12,12 @@ from agent.diagnosis.model import (
     GLOBAL_ST_SECTORS,
     SHARED_CONFLICTS,
     SHARED_WAVEFRONTS,
+    STALL_REASONS,
     DiagnosisInput,
     Finding,
+    stall_metric,
 )
+from agent.schema import KernelProfile
 
 SECTOR = 32.0
 WASTE_BELOW = 24.0  # bytes used per sector: under this a quarter of every fetch is thrown away
@@ -44,10 +47,26 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
         conflicts, wavefronts = k.metrics.get(SHARED_CONFLICTS), k.metrics.get(SHARED_WAVEFRONTS)
         if isinstance(conflicts, (int, float)) and isinstance(wavefronts, (int, float)) and wavefronts > 0 \
                 and conflicts / wavefronts > CONFLICT_SHARE:
+            waiting = _shared_wait_share(k)
             out.append(Finding(
                 kind="bank-conflicts", kernel=k.name,
                 evidence=f"{conflicts:,.0f} shared-memory bank conflicts over {wavefronts:,.0f} wavefronts "
-                         f"({100 * conflicts / wavefronts:.0f} %)",
+                         f"({100 * conflicts / wavefronts:.0f} %)"
+                         + (f", warps waiting on shared memory {100 * waiting:.0f} % of their stalls"
+                            if waiting is not None else ""),
                 figures={"conflicts": float(conflicts), "wavefronts": float(wavefronts)},
-                remedy="conflict-free-shared", direction="pad or swizzle the shared-memory layout"))
+                remedy="conflict-free-shared", direction="pad or swizzle the shared-memory layout",
+                # the conflicting wavefronts replay: their share of the shared-memory work, weighed by the share of
+                # the warps' waiting that is on shared memory (where the stalls were counted)
+                gain_pct=round(100 * conflicts / wavefronts * (waiting if waiting is not None else 1.0), 1)))
     return out
+
+
+def _shared_wait_share(k: KernelProfile) -> float | None:
+    """The share of the warps' stall cycles spent waiting on shared memory (short scoreboard, MIO queue full)."""
+    ratios = {r: float(v) for r in STALL_REASONS if r != "selected"
+              if isinstance(v := k.metrics.get(stall_metric(r)), (int, float))}
+    total = sum(ratios.values())
+    if not ratios or total <= 0:
+        return None
+    return (ratios.get("short_scoreboard", 0.0) + ratios.get("mio_throttle", 0.0)) / total

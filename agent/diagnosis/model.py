@@ -29,6 +29,11 @@ GLOBAL_LD_BYTES_PER_SECTOR = "smsp__sass_average_data_bytes_per_sector_mem_globa
 GLOBAL_ST_BYTES_PER_SECTOR = "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio"
 GLOBAL_LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
 GLOBAL_ST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
+LOCAL_LD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"  # spilled values read back
+LOCAL_ST_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum"
+ISSUE_ACTIVE = "smsp__issue_active.avg.pct_of_peak_sustained_active"  # cycles an instruction was issued
+ALU_PIPE = "sm__inst_executed_pipe_alu.avg.pct_of_peak_sustained_active"  # integer and logic instructions
+INSTRUCTIONS = "smsp__inst_executed.sum"
 SHARED_CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum"
 SHARED_WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
 WAVES = "launch__waves_per_multiprocessor"  # ncu's own count: programs / (SMs x programs one SM holds at once)
@@ -39,6 +44,7 @@ SM_ACTIVE_MAX = "sm__cycles_active.max"
 # (ncu's occupancy calculator; the smallest is the limiter). Launch statistics: free to collect, in every report.
 THEORETICAL_WARPS = "sm__maximum_warps_per_active_cycle_pct"
 SHARED_PER_BLOCK = "launch__shared_mem_per_block"  # bytes, the driver's reserved 1 KB included
+MAX_BLOCKS_PER_SM = "device__attribute_max_blocks_per_multiprocessor"  # the per-SM program cap (sm_90: 32)
 OCCUPANCY_LIMITS = {  # what limits, in the words a finding uses -> its limit in programs per SM; ties go to the first
     "registers": "launch__occupancy_limit_registers",
     "shared memory": "launch__occupancy_limit_shared_mem",
@@ -82,9 +88,10 @@ ROOFLINE_METRICS = [*(flop_rate_metric(op) for ops in FLOP_WEIGHTS.values() for 
                     DRAM_PEAK_PER_CYCLE, DRAM_CLOCK, L2]
 
 DIAGNOSIS_METRICS = [REGISTERS, SPILLS, GLOBAL_LD_BYTES_PER_SECTOR, GLOBAL_ST_BYTES_PER_SECTOR, GLOBAL_LD_SECTORS,
-                     GLOBAL_ST_SECTORS, SHARED_CONFLICTS, SM_ACTIVE_AVG, SM_ACTIVE_MAX, WAVES,
+                     GLOBAL_ST_SECTORS, LOCAL_LD_SECTORS, LOCAL_ST_SECTORS, ISSUE_ACTIVE, ALU_PIPE, INSTRUCTIONS, SHARED_CONFLICTS, SM_ACTIVE_AVG, SM_ACTIVE_MAX, WAVES,
                      SHARED_WAVEFRONTS, *(stall_metric(r) for r in STALL_REASONS),
-                     THEORETICAL_WARPS, SHARED_PER_BLOCK, *OCCUPANCY_LIMITS.values(), *ROOFLINE_METRICS]
+                     THEORETICAL_WARPS, SHARED_PER_BLOCK, MAX_BLOCKS_PER_SM, *OCCUPANCY_LIMITS.values(),
+                     *ROOFLINE_METRICS]
 
 
 class Finding(Model):
@@ -98,6 +105,10 @@ class Finding(Model):
     remedy: Remedy | None = None
     gain_pct: float | None = Field(default=None, description="estimated share of the time that could go")
     source: Literal["agent", "ncu"] = "agent"
+    detail: str = Field(default="", description="what kind of it, where the graph tells them apart: occupancy's "
+                                                "limiter ('registers', 'programs per SM', 'launch')")
+    folded: list[Finding] = Field(default_factory=list, description="the symptoms this cause explains "
+                                                                    "(agent.diagnosis.graph), without gains of their own")
 
 
 class DiagnosisInput(Model):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from agent.diagnosis.model import (
+    MAX_BLOCKS_PER_SM,
     OCCUPANCY_LIMITS,
     REGISTERS,
     SHARED_PER_BLOCK,
@@ -32,8 +33,8 @@ WHAT: dict[str, tuple[Remedy | None, str]] = {
     "shared memory": (None, "less shared memory per program (smaller tiles, fewer pipeline stages) so more programs "
                             "fit on an SM"),
     "block size": (None, "a block size that divides the SM's warp slots"),
-    "programs per SM": ("more-programs", "more warps per program (num_warps): the per-SM program cap leaves warp "
-                                         "slots empty"),
+    "programs per SM": ("more-programs", "more warps per program (num_warps), or more work per program: the "
+                                         "per-SM program limit leaves warp slots empty"),
     "barriers": (None, "fewer barriers per program"),
 }
 
@@ -58,7 +59,30 @@ def _why(limiter: str, programs: int, k: KernelProfile) -> tuple[str, dict[str, 
     if limiter == "shared memory" and smem is not None:
         kb = smem / 1024
         return f"shared memory limits it ({kb:.1f} KB per program: {fit})", {"shared_kb": round(kb, 1)}
+    if limiter == "programs per SM":
+        warps = f": {programs * -(-block // 32)} warps" if block else ""
+        return f"the per-SM limit of {programs} programs binds ({fit}{warps})", {}
     return f"{limiter} limits it ({fit})", {}
+
+
+# How each limit reads beside the binding one (ncu's occupancy calculator, programs per SM)
+OTHERS = {"registers": "registers", "shared memory": "shared memory", "block size": "warp slots",
+          "programs per SM": "the per-SM program limit", "barriers": "barriers"}
+
+
+def _binding(limits: dict[str, float], cap: float | None) -> str:
+    """The limit that binds: the smallest; where the per-SM program cap is as small, the cap (a resource whose limit
+    only equals the cap does not bind: ncu caps every limit there, so a 1-warp program's shared memory 'allows' 32)."""
+    least = min(limits.values())
+    if limits.get("programs per SM") == least or (cap is not None and least >= cap):
+        return "programs per SM"
+    return min(limits, key=limits.__getitem__)  # dicts keep OCCUPANCY_LIMITS' order: ties go to registers
+
+
+def _cap(d: DiagnosisInput, k: KernelProfile) -> float | None:
+    """The most programs one SM holds (sm_80/sm_90: 32): the report's device attribute, else the GPU catalog's."""
+    v = _num(k, MAX_BLOCKS_PER_SM)
+    return v if v else (float(d.gpu.max_blocks_per_sm) if d.gpu is not None else None)
 
 
 def analyze(d: DiagnosisInput) -> list[Finding]:
@@ -80,9 +104,12 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
                 figures={"warps_active_pct": achieved}, remedy="more-programs",
                 direction="more warps per SM: more programs, more warps per program, fewer registers"))
             continue
-        limiter = min(limits, key=limits.__getitem__)  # dicts keep OCCUPANCY_LIMITS' order: ties go to registers
+        limiter = _binding(limits, _cap(d, k))
         programs = int(limits[limiter])
         why, extra = _why(limiter, programs, k)
+        others = ", ".join(f"{OTHERS[n]} {v:g}" for n, v in limits.items() if n != limiter)
+        why = f"{why}; the others allow {others}"
+        extra |= {f"limit_{n.replace(' ', '_')}": v for n, v in limits.items()}
         block = _block(k)
         head = (f"warps active {achieved:.1f} % of the slots, at most {theoretical:.1f} % by its resources"
                 if achieved is not None else f"at most {theoretical:.1f} % of the warp slots by its resources")
@@ -91,14 +118,18 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
         if block:
             figures["block"] = float(block)
         unfilled = achieved is not None and achieved < FILLED * theoretical
-        if theoretical < low:  # the resources alone keep the warps under the threshold
+        detail = limiter
+        # the resources alone keep the warps under the threshold; or the per-SM program cap leaves slots empty
+        # however many programs there are (one-warp programs: 32 of 64 slots at most): each program needs more warps
+        if theoretical < low or (limiter == "programs per SM" and theoretical < 100):
             remedy, direction = WHAT[limiter]
             if unfilled:
                 direction += ", and enough programs to fill them"
         else:  # the resources allow enough; the launch does not use them
             assert achieved is not None  # seen is achieved here: theoretical is not under the threshold
+            detail = "launch"
             remedy, direction = "more-programs", (f"more programs in flight: the resources allow {theoretical:.0f} % "
                                                   f"of the slots, {achieved:.1f} % are filled")
         out.append(Finding(kind="low-occupancy", kernel=k.name, evidence=f"{head}: {why}", figures=figures,
-                           remedy=remedy, direction=direction))
+                           remedy=remedy, direction=direction, detail=detail))
     return out

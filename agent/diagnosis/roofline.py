@@ -10,8 +10,8 @@ without those peaks is judged against the catalog's datasheet figures (fp32_tflo
 precision with no peak of its own is timed at FP32's. A report without the FLOP or byte counters (older stage-set
 reports) yields nothing.
 
-The distance to the roof bounds what every cause together can gain, so these findings rank after the causes
-(run.BOUNDS), and at the roof they carry no gain at all: there only fewer bytes, or less arithmetic, help.
+The distance to the roof (figures' headroom_pct) bounds what every cause together can gain: it says where the
+kernel sits, never a gain of its own that would compete with a cause's (agent.diagnosis.graph ranks it after them).
 """
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
             figures={"flop_per_byte": round(r.intensity, 4), "ridge_flop_per_byte": round(r.ridge, 2),
                      "gflops": round(gflops, 1), "peak_gflops": round(peak_gflops, 1), "gbs": round(gbs, 1),
                      "peak_gbs": round(peak_gbs, 1), "roof_us": round(r.roof_s * 1e6, 1),
-                     "duration_us": round(r.seconds * 1e6, 1)},
-            remedy=remedy, direction=direction,
-            gain_pct=None if reached else round(share * (100 - at_roof), 1)))
+                     "duration_us": round(r.seconds * 1e6, 1),
+                     "headroom_pct": 0.0 if reached else round(share * (100 - at_roof), 1)},
+            remedy=remedy, direction=direction))
     return out

@@ -1,11 +1,27 @@
-"""Every analyzer over one input, findings ranked: the agent's own (they carry the numbers a remedy needs) by
-estimated gain, then ncu's rules that say something the agent's did not."""
+"""Every analyzer over one input, findings ranked by agent.diagnosis.graph: root causes (with the symptoms they
+explain) by their one gain, then the kernel's place on the roofline, then ncu's rules."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from agent.diagnosis import access, balance, grid, host, library, memory, occupancy, roofline, rules, spills, stalls
+from agent.diagnosis import (
+    access,
+    balance,
+    fusion,
+    grid,
+    host,
+    issue,
+    launches,
+    library,
+    memory,
+    occupancy,
+    roofline,
+    rules,
+    spills,
+    stalls,
+)
+from agent.diagnosis.graph import rank
 from agent.diagnosis.model import DiagnosisInput, Finding
 from agent.schema import Profile, Timing
 
@@ -15,6 +31,9 @@ ANALYZERS: dict[str, Callable[[DiagnosisInput], list[Finding]]] = {
     "memory": memory.analyze,
     "occupancy": occupancy.analyze,
     "host": host.analyze,
+    "launches": launches.analyze,
+    "fusion": fusion.analyze,
+    "issue": issue.analyze,
     "library": library.analyze,
     "stalls": stalls.analyze,
     "spills": spills.analyze,
@@ -24,24 +43,14 @@ ANALYZERS: dict[str, Callable[[DiagnosisInput], list[Finding]]] = {
 }
 
 
-EXPLAINS_IMBALANCE = ("small-grid", "tail")
-# Where a kernel sits on the roofline bounds what all the causes together can gain; it names none of them, so it comes
-# after every cause the agent found (and before ncu's rules), whatever its gain.
-BOUNDS = ("memory-bound", "compute-bound")
-
-
 def diagnose(d: DiagnosisInput, limit: int | None = None) -> list[Finding]:
-    """All findings, most valuable first (the agent's causes by estimated gain, then its roofline bounds, then ncu's),
-    at most `limit`."""
-    found = [f for analyze in ANALYZERS.values() for f in analyze(d)]
-    # a measured effect whose cause another finding names is shown once, as the cause (uneven SMs from a small grid)
-    explained = {f.kernel for f in found if f.kind in EXPLAINS_IMBALANCE}
-    found = [f for f in found if not (f.kind == "imbalance" and f.kernel in explained)]
-    found.sort(key=lambda f: (f.source != "agent", f.kind in BOUNDS, -(f.gain_pct or 0.0)))
+    """All findings, root causes first (agent.diagnosis.graph: each with the symptoms it explains folded under it,
+    ranked by its one gain), then where the kernel sits on the roofline, then ncu's rules; at most `limit`."""
+    found = rank([f for analyze in ANALYZERS.values() for f in analyze(d)])
     return found[:limit] if limit is not None else found
 
 
-PROMPT_FINDINGS = 4  # a prompt's [DIAGNOSIS] block: the few most valuable findings, not all of them
+PROMPT_FINDINGS = 5  # a prompt's [DIAGNOSIS] block: the root causes first, not every finding
 
 
 def for_prompt(profile: Profile | None, timing: Timing | None, limit: int | None = PROMPT_FINDINGS) -> list[Finding]:

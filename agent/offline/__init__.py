@@ -53,6 +53,7 @@ from __future__ import annotations
 import logging
 import math
 
+from agent.diagnosis.graph import kinds
 from agent.diagnosis.model import Finding
 from agent.offline.models import Family, Op, Operand, Plan, Unsupported, Variant
 from agent.offline.ops import _ops
@@ -218,7 +219,7 @@ class OfflineProposer:
     def _gap_order(self, plan: Plan, figures: str, current: Variant | None) -> list[tuple[Variant, str]]:
         sms, rows = self.gpu.sms, plan.rows
         # What to restructure for comes from the findings (agent.diagnosis), the same ones the LLM's prompt shows.
-        found = {f.kind for f in self._findings}
+        found = kinds(self._findings)  # the causes and the symptoms folded under them
         small = bool(found & {"small-grid", "tail"})
         starved = "low-occupancy" in found
         near_peak = "at-dram-peak" in found
