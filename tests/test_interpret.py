@@ -97,3 +97,17 @@ def test_without_it_the_interpreter_fails_on_the_same_kernel(case, tmp_path):
         if torch.cuda.is_available():
             pytest.skip("with CUDA, torch.cuda.synchronize works: the fix is for PyTorch without it")
     assert run(case, installed=False, tmp_path=tmp_path).returncode != 0
+
+
+def test_an_fp32_dot_at_default_precision_rounds_its_operands_to_tf32_as_a_gpu_does():
+    """The interpreter multiplied in full fp32 whatever the dot asked: CPU mode certified default-precision tl.dot
+    answers a GPU fails at the fp32 tolerance (13 public answers). ieee and tf32x3 stay exact."""
+    import numpy as np
+
+    from agent.harness.interpret import _tf32
+
+    x = np.array([1.0 + 2.0 ** -12, 1.0 + 2.0 ** -10, -3.14159265, np.inf, np.nan], dtype=np.float32)
+    t = _tf32(x)
+    assert t[0] == 1.0 and t[1] == 1.0 + 2.0 ** -10 and abs(t[2] + 3.14159265) < 2e-3 and t[2] != x[2]
+    assert np.isinf(t[3]) and np.isnan(t[4])
+    assert (t.view(np.uint32)[:3] & 0x1FFF == 0).all()  # 10 mantissa bits left

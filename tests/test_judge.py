@@ -73,3 +73,24 @@ def test_a_cuda_requirement_met_in_cpu_mode_is_needs_gpu_and_on_a_gpu_the_error_
     assert verdict(cuda, "cuda").verdict == Verdict.RUNTIME_ERROR
     assert verdict("RuntimeError: shape '[3, -1]' is invalid (candidate line 4: `y = x.view(3, -1)`)",
                    "cpu").verdict == Verdict.RUNTIME_ERROR
+
+
+def test_an_empty_output_says_nothing_of_who_computed_it():
+    """An exclusive cumsum whose Model trims the batch ([:-1]): at a batch of 1 the output has no rows, right
+    whatever the launches wrote. The draw of the ablated trial fell there for a correct public answer, refused as
+    'still right when every launch's writes are destroyed' (was)."""
+    empty = torch.zeros(0, 4, dtype=torch.float64)
+    ref = Reference(trials=[TrialRecord(id=1, size="cpu-wide", distribution="randn", buffer="fresh",
+                                        eager_errors=[0.0])], truths=[[empty]])
+    assert still_right(ref, 1, [empty.float()], "fp32") == []
+    assert _ablated(result(trial=1), ref, (1, [[empty.float()]]), "fp32") is None
+
+
+def test_tf32_is_named_only_for_a_dot_at_its_default_precision():
+    from agent.harness.judge import default_precision_dot
+
+    assert default_precision_dot("acc = tl.dot(a, b, acc)")
+    assert default_precision_dot("acc += tl.dot(a, b, input_precision='tf32')")
+    assert not default_precision_dot("acc = tl.dot(a, b, acc, input_precision='ieee')")
+    assert not default_precision_dot("acc = tl.dot(a, b, allow_tf32=False)")
+    assert not default_precision_dot("y = tl.sum(x * w, axis=0).to(tl.float16)")  # an fp16 cast: not TF32's

@@ -151,6 +151,9 @@ def test_every_call_must_launch_but_may_finish_with_pytorch():
     assert "launched no Triton kernel (size odd, randn inputs" in (judge([idle], {}, StageRules()) or "")
     beside = idle.model_copy(update={"launches": 2, "output_launched": False})  # a softmax of a size-1 dim after
     assert judge([beside], {}, StageRules()) is None
+    # an output with no elements (a batch of 1 trimmed by [:-1]) needs no kernel; one element more does
+    assert judge([idle.model_copy(update={"output_shapes": [[0, 1000]]})], {}, StageRules()) is None
+    assert judge([idle.model_copy(update={"output_shapes": [[0, 1000], [1]]})], {}, StageRules())
 
 
 def test_the_physical_floor_is_the_input_read_once_at_peak_bandwidth():
@@ -296,3 +299,65 @@ def test_a_numeric_flag_that_differed_where_an_operator_ran_is_refused_naming_it
     msg = traced(flagged, REFERENCE, StageRules())
     assert msg and "backend flags" in msg and "cudnn.benchmark False -> True at aten.convolution" in msg
     assert traced(trial([fused]), REFERENCE, StageRules()) is None
+
+
+def test_a_finishing_mean_is_measured_against_all_the_data_the_forward_is_handed():
+    """A cross-entropy answer: per-row losses in Triton, their mean in PyTorch. At CPU sizes (7 classes) the mean
+    reads 12 B against 84 B of logits (over 1/8), but the forward is handed logits and targets, 108 B: the mean is a
+    finishing op (was: refused at the cpu-odd size, 2 public answers). PyTorch doing the reduction itself still is."""
+    logits, targets, losses, out = (Storage(id=0, bytes=84), Storage(id=1, bytes=24), Storage(id=2, bytes=12),
+                                    Storage(id=3, bytes=4))
+    ce = Launch(kernel="ce_rows", args=[Span(id=0, lo=0, hi=84), Span(id=1, lo=0, hi=24), Span(id=2, lo=0, hi=12)],
+                written=[Span(id=2, lo=0, hi=12)])
+    ref = Trace(ops=[Op(name="_log_softmax", kind="compute", calls=1, in_bytes=84, data_bytes=84, largest_bytes=84)],
+                storages=[logits, targets, out], inputs=[0, 1], outputs=[3])
+
+    def judged(ops: list[Op]) -> str | None:
+        trace = Trace(launches=[ce], ops=ops, storages=[logits, targets, losses, out], inputs=[0, 1], outputs=[3])
+        return traced(TrialRecord(id=0, size="cpu-odd", distribution="problem", buffer="fresh", launches=1,
+                                  output_launched=False, output_shapes=[[]], trace=trace), ref, StageRules())
+
+    assert judged([Op(name="mean", kind="compute", calls=1, in_bytes=12, data_bytes=12, largest_bytes=12)]) is None
+    assert "aten.log" in (judged([Op(name="log", kind="compute", calls=1, in_bytes=84, data_bytes=84,
+                                     largest_bytes=84)]) or "")
+
+
+def test_index_only_copies_are_not_compute():
+    """F.unfold before a Triton GEMM, the Model's own torch.cat before a Triton scan: each output element is one input
+    element, at a position the shapes alone fix (was: refused as PyTorch computing over the whole input). A pool,
+    a gather by computed index or col2im (which sums) still compute."""
+    from agent.harness.trace import operator_kinds
+
+    kinds = operator_kinds()
+    for name in ("im2col", "cat", "stack", "constant_pad_nd", "repeat", "flip", "slice_scatter"):
+        assert kinds.kind(name) == "free", name
+    for name in ("col2im", "max_pool2d_with_indices", "gather", "mean", "cumsum"):
+        assert kinds.kind(name) == "compute", name
+
+
+def test_one_of_the_models_two_layers_of_a_family_kept_in_pytorch_is_the_models_layer():
+    """A depthwise-separable convolution: the Model runs a depthwise then a pointwise convolution; an answer keeps
+    the depthwise one (the Model's own layer, fed what the Model feeds it) and writes the pointwise in Triton. The
+    family returns less than both of the Model's layers together, and as much per byte fed as the Model's least
+    (was: refused, 'returns 21.1 KB where the Model's convolution layers return 0.08 MB')."""
+    depthwise = Op(name="convolution", kind="heavy", calls=1, in_bytes=25 * 1024, data_bytes=24 * 1024,
+                   largest_bytes=24 * 1024, out_bytes=21 * 1024, least_yield=0.84)
+    pointwise = Op(name="convolution", kind="heavy", calls=1, in_bytes=21 * 1024 + 512, data_bytes=21 * 1024,
+                   largest_bytes=56 * 1024, out_bytes=56 * 1024, least_yield=2.6)
+    ref = REFERENCE.model_copy(update={"ops": [Op(name="convolution", kind="heavy", calls=2,
+                                                  in_bytes=depthwise.in_bytes + pointwise.in_bytes,
+                                                  data_bytes=45 * 1024, largest_bytes=56 * 1024,
+                                                  out_bytes=77 * 1024, least_yield=0.84)]})
+    x, mid, out = Storage(id=0, bytes=24 * 1024), Storage(id=1, bytes=21 * 1024), Storage(id=2, bytes=56 * 1024)
+    ref = ref.model_copy(update={"storages": [x, out], "inputs": [0], "outputs": [2]})
+    point = Launch(kernel="pointwise", args=[Span(id=1, lo=0, hi=mid.bytes), Span(id=2, lo=0, hi=out.bytes)],
+                   written=[Span(id=2, lo=0, hi=out.bytes)])
+
+    def judged(op: Op) -> str | None:
+        trace = Trace(launches=[point], ops=[op], storages=[x, mid, out], inputs=[0], outputs=[2])
+        return traced(TrialRecord(id=0, size="cpu", distribution="problem", buffer="fresh", launches=1,
+                                  output_launched=True, output_shapes=[[1]], trace=trace), ref, StageRules())
+
+    assert judged(depthwise) is None
+    reduction = depthwise.model_copy(update={"out_bytes": 64, "least_yield": 64 / depthwise.in_bytes})
+    assert "not the Model's layer" in (judged(reduction) or "")

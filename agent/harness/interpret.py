@@ -18,6 +18,10 @@ TRITON_INTERPRET=1. Each fix gives a kernel no reach it lacks on the GPU: the sa
   without CUDA raises there; where CUDA is not available they answer for the CPU, as the driver's queries do (one
   "multiprocessor" per core, capability (0, 0): no architecture's special paths), and synchronize returns at once
   (the interpreter's launches have finished when they return). torch.cuda.is_available() still says False.
+- tl.dot's precision: on a GPU an fp32 tl.dot multiplies TF32 (10 mantissa bits) unless it asks for "ieee" or
+  "tf32x3"; the interpreter multiplies in full fp32 whatever it asked. An answer whose default-precision dot loses
+  5e-4 against the fp32 tolerance was judged correct in CPU mode (13 public answers) and would fail on the GPU. Its
+  operands are rounded to TF32 as the GPU's conversion does (cvt.rna.tf32.f32: to nearest, ties away from zero).
 - The driver: Triton's tutorials begin `DEVICE = triton.runtime.driver.active.get_active_torch_device()`; without a
   GPU no driver is active and that raises. The interpreter computes on the CPU, so where no driver is active the
   queries a kernel module may use (policy.toml's triton_api) answer for the CPU: a kernel's data lives there.
@@ -40,6 +44,7 @@ def install() -> None:
     _closures()
     _range_loops()
     _libdevice()
+    _dot_precision()
     _driver()
     _synchronize()
 
@@ -110,6 +115,31 @@ def _libdevice() -> None:
         for name in _LIBDEVICE_TWINS:
             if hasattr(module, name) and hasattr(tl.math, name):
                 setattr(module, name, _twin(name))
+
+
+def _tf32(data: Any) -> Any:
+    """fp32 values rounded to TF32 (cvt.rna: to nearest, ties away from zero); inf and NaN kept."""
+    import numpy as np
+
+    bits = np.ascontiguousarray(data, dtype=np.float32).view(np.uint32)
+    rounded = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+    return np.where(np.isfinite(data), rounded, data)
+
+
+def _dot_precision() -> None:
+    from triton.runtime import interpreter
+
+    builder = interpreter.InterpreterBuilder
+    original = builder.create_dot
+
+    def create_dot(self: Any, a: Any, b: Any, d: Any, input_precision: Any, max_num_imprecise_acc: Any) -> Any:
+        if getattr(input_precision, "name", str(input_precision)).upper() == "TF32" and \
+                str(a.dtype) == "fp32" and str(b.dtype) == "fp32":
+            a = interpreter.TensorHandle(_tf32(a.data), a.dtype)
+            b = interpreter.TensorHandle(_tf32(b.data), b.dtype)
+        return original(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+    builder.create_dot = create_dot
 
 
 class _CpuUtils:

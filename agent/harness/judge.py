@@ -10,6 +10,8 @@ trials missing or invented -> run-time rules -> wrong timed calls (incorrect) ->
 
 from __future__ import annotations
 
+import ast
+
 from typing import Any
 
 from agent.harness import gpuonly, rules
@@ -20,6 +22,22 @@ from agent.harness.sandbox import SandboxResult
 from agent.harness.settings import widened
 from agent.harness.validate import Reference, compare, compare_timed
 from agent.schema import EvalResult, Objective, Timing, Verdict
+
+
+def default_precision_dot(code: str) -> bool:
+    """Whether the answer calls tl.dot at its default precision (TF32 for fp32 operands, on a GPU and in CPU mode):
+    only then is an error of TF32's size worth naming as tl.dot's (an fp16 cast or a dropped term has one too)."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (isinstance(node.func, ast.Attribute) and node.func.attr == "dot" or
+                                           isinstance(node.func, ast.Name) and node.func.id == "dot"):
+            kw = {k.arg: k.value.value for k in node.keywords if isinstance(k.value, ast.Constant)}
+            if kw.get("input_precision") not in ("ieee", "tf32x3") and kw.get("allow_tf32", True) is not False:
+                return True
+    return False
 
 
 def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: Reference, base: WorkerResult | None,
@@ -34,7 +52,7 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     known = [(r, o) for r, o in zip(res.trials if res else [], outputs) if r.id in asked]
     precision = req.precision
     v = compare(ref, [r for r, _ in known], [o for _, o in known], res.config_labels if res else [],
-                precision) if known else None
+                precision, tf32_dot=default_precision_dot(result.code or "")) if known else None
     if v is not None:
         result.checks = v.checks
         if not v.passed:

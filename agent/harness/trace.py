@@ -44,6 +44,10 @@ class OperatorKinds:
         self.families: dict[str, str] = {name: family for family, names in data["heavy"].items() for name in names}
         self.heavy = frozenset(self.families)
 
+    def kind(self, name: str) -> str:
+        """free, heavy or compute: how the run-time rules count an operator."""
+        return "free" if name in self.free else "heavy" if name in self.heavy else "compute"
+
     def family(self, name: str) -> str:
         """The heavy family of an operator (its own name where it is in none)."""
         return self.families.get(name, name)

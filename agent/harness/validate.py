@@ -210,7 +210,7 @@ def _kind_words(kind: str) -> str:
 
 
 def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]], config_labels: list[str],
-            precision: str = "fp32") -> Comparison:
+            precision: str = "fp32", tf32_dot: bool = True) -> Comparison:
     """One Check per candidate trial; the verdict fails on the first class of problem, with the worst case described."""
     import torch
 
@@ -293,7 +293,7 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
         n = len(failures)
         msg = f"incorrect in {n} of {len(checks)} trials; worst: {failures[0][1]}"
         worst_error = max((c.error or 0.0 for c in checks if not c.passed), default=0.0)
-        if precision == "fp32" and 0.0 < worst_error <= settings().validation.tf32_tolerance_floor:
+        if precision == "fp32" and tf32_dot and 0.0 < worst_error <= settings().validation.tf32_tolerance_floor:
             # the size of TF32's rounding: tl.dot's default on a GPU, the commonest cause in an honest answer
             msg += ("; an error of TF32's size: tl.dot rounds its inputs to TF32 by default, pass "
                     "input_precision=\"ieee\" (or \"tf32x3\") for fp32 accuracy, or run with --precision tf32")
