@@ -217,13 +217,21 @@ def _save(path: Path, meta: dict, results: dict[str, dict]) -> None:
     tmp.replace(path)
 
 
+def _versions() -> dict[str, str]:
+    """What judged: Triton's interpreter differs between releases (3.9 removed block pointers)."""
+    import torch
+    import triton
+
+    return {"python": sys.version.split()[0], "torch": torch.__version__, "triton": triton.__version__}
+
+
 def _meta(args: argparse.Namespace, sweep: Path) -> dict:
     head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     sources = {}
     for m in sorted(sweep.glob("*/answers.json")):
         doc = json.loads(m.read_text())
         sources[doc.get("source", m.parent.name)] = {k: doc.get(k) for k in ("repo", "commit", "problems")}
-    return {"agent_commit": head.stdout.strip(), "stage": args.stage, "device": "static" if args.static_only
+    return {"agent_commit": head.stdout.strip(), "versions": _versions(), "stage": args.stage, "device": "static" if args.static_only
             else args.device, "timeout_s": args.timeout, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "sources": sources}
 
@@ -265,7 +273,12 @@ def run(args: argparse.Namespace) -> int:
     meta = _meta(args, sweep)
     done: dict[str, dict] = {}
     if args.resume and out.exists():
-        done = {_key(r["answer"]): r for r in json.loads(out.read_text())["results"]}
+        previous = json.loads(out.read_text())
+        if previous["meta"].get("versions", meta["versions"]) != meta["versions"]:
+            print(f"error: {out} was judged under {previous['meta']['versions']}, this is {meta['versions']}: "
+                  "judge into another --out, or without --resume", file=sys.stderr)
+            return 2
+        done = {_key(r["answer"]): r for r in previous["results"]}
     todo = [a for a in answers if _key(a["answer"]) not in done]
     print(f"{len(answers)} answers, {len(answers) - len(todo)} already judged; results -> {out}", file=sys.stderr)
     if args.static_only:

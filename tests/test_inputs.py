@@ -106,3 +106,18 @@ def test_matching_weights_are_copied_unless_modelnew_derived_them_from_its_own_d
         zeroed.weight.zero_()  # no correlation to speak of: the Model's weight, as before
     copy_matching_weights(state, zeroed)
     assert torch.equal(zeroed.weight, state["weight"])
+
+
+def test_the_other_distributions_keep_the_problems_structural_zeros():
+    """KernelBench's triangular matmuls draw torch.triu(randn): a redraw of the whole matrix broke what the problem
+    promises, and two honest answers that skip the zero half were called wrong on every redrawn trial. An input the
+    problem draws all zero is redrawn (nothing in it is structure to keep)."""
+    import types
+
+    module = types.SimpleNamespace(get_inputs=lambda: [torch.triu(torch.randn(8, 8)), torch.zeros(4),
+                                                       torch.randn(4)])
+    for dist in ("randn", "offset", "randn*100"):
+        upper, zeros, plain = make_inputs(module, dist, 7, "cpu")
+        assert torch.equal(upper, torch.triu(upper)), dist
+        assert bool((upper[torch.ones(8, 8).triu().bool()] != 0).all()), dist  # the upper half redrawn
+        assert bool((zeros != 0).all()) and bool((plain != 0).all()), dist

@@ -111,3 +111,35 @@ def test_an_fp32_dot_at_default_precision_rounds_its_operands_to_tf32_as_a_gpu_d
     assert t[0] == 1.0 and t[1] == 1.0 + 2.0 ** -10 and abs(t[2] + 3.14159265) < 2e-3 and t[2] != x[2]
     assert np.isinf(t[3]) and np.isnan(t[4])
     assert (t.view(np.uint32)[:3] & 0x1FFF == 0).all()  # 10 mantissa bits left
+
+
+LIBDEVICE_KERNEL = """
+import torch, triton, triton.language as tl
+from triton.language.extra import libdevice
+
+@triton.jit
+def k(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    m = o < n
+    x = tl.load(x_ptr + o, mask=m)
+    tl.store(y_ptr + o, libdevice.tanh(x) + libdevice.pow(x, 2.0) + libdevice.atan2(x, x + 3.0), mask=m)
+
+x = torch.randn(100)
+y = torch.empty(100)
+k[(1,)](x, y, 100, BLOCK=128)
+print(float((y - (torch.tanh(x) + x ** 2 + torch.atan2(x, x + 3))).abs().max()))
+"""
+
+
+def test_libdevice_functions_without_a_math_twin_compute_in_cpu_mode():
+    """libdevice.tanh (4 public answers: runtime_error in CPU mode, the stub returned None), pow and atan2 compute
+    as on the GPU, in the operands' dtype."""
+    import os
+    import subprocess
+    import sys
+
+    code = "from agent.harness import interpret\ninterpret.install()\n" + LIBDEVICE_KERNEL
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                       env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert r.returncode == 0, r.stderr[-1500:]
+    assert float(r.stdout.strip().splitlines()[-1]) < 1e-5

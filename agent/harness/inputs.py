@@ -12,7 +12,7 @@ from typing import Any
 def make_inputs(module: ModuleType, distribution: str, seed: int, device: str) -> list[Any]:
     """The problem's get_inputs() (seeded), with floating tensors redrawn for the other distributions: "randn" N(0, 1),
     "offset" 5 + 2 N(0, 1), "randn*S" S N(0, 1) (a small S keeps a saturating problem in its linear range:
-    agent.harness.saturation)."""
+    agent.harness.saturation), zero where the problem's own draw has structural zeros (some, not all, elements)."""
     import torch
 
     torch.manual_seed(seed)
@@ -29,6 +29,11 @@ def make_inputs(module: ModuleType, distribution: str, seed: int, device: str) -
                     r = r * scale
                 elif distribution != "randn":
                     raise ValueError(f"unknown input distribution {distribution!r}")
+                zeros = t == 0
+                if bool(zeros.any()) and not bool(zeros.all()):
+                    # the problem's structural zeros stay (torch.triu/tril, a mask): an answer may honestly rely on
+                    # what get_inputs promises (2 public answers to KernelBench's triangular matmuls were called wrong)
+                    r = r.masked_fill(zeros, 0.0)
                 base[i] = r
     # The global generator must not keep the inputs' seed: torch.initial_seed() in forward would name it, and the
     # forward could draw the same inputs again, a copy of the data no operator derived from them (PyTorch computing

@@ -104,6 +104,53 @@ def _twin(name: str) -> Any:
     return call
 
 
+# libdevice names with no triton.language.math twin, computed elementwise by NumPy in the operands' own dtype
+# (fast_* are the GPU's approximations of the same functions: within their error of the exact value)
+_LIBDEVICE_NUMPY = {
+    "tanh": "tanh", "fast_tanhf": "tanh", "sinh": "sinh", "cosh": "cosh", "tan": "tan", "fast_tanf": "tan",
+    "asin": "arcsin", "acos": "arccos", "atan": "arctan", "asinh": "arcsinh", "acosh": "arccosh",
+    "atanh": "arctanh", "atan2": "arctan2", "pow": "power", "fast_powf": "power", "log1p": "log1p",
+    "expm1": "expm1", "log10": "log10", "fast_log10f": "log10", "exp10": "_exp10", "fast_exp10f": "_exp10",
+    "fast_expf": "exp", "fast_logf": "log", "fast_log2f": "log2", "fast_sinf": "sin", "fast_cosf": "cos",
+    "fast_dividef": "divide", "hypot": "hypot", "fmod": "fmod", "copysign": "copysign", "trunc": "trunc",
+    "round": "_round", "rint": "rint", "nearbyint": "rint", "cbrt": "cbrt", "isnan": "isnan", "isinf": "isinf",
+    "signbit": "signbit", "erfc": "_erfc",
+}
+
+
+def _numpy_function(name: str) -> Any:
+    import math
+
+    import numpy as np
+
+    special = {"_exp10": lambda x: np.power(np.asarray(10.0, dtype=x.dtype), x),
+               "_round": lambda x: np.where(x >= 0, np.floor(x + 0.5), np.ceil(x - 0.5)).astype(x.dtype),
+               "_erfc": np.vectorize(math.erfc, otypes=[np.float64])}
+    return special.get(name) or getattr(np, name)
+
+
+def _numpy_libdevice(name: str, np_name: str) -> Any:
+    fn = _numpy_function(np_name)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        import numpy as np
+        import triton.language as tl
+        from triton.runtime import interpreter
+
+        kwargs.pop("_semantic", None)
+        first = next(a for a in args if isinstance(a, tl.tensor))
+        data = [a.handle.data if isinstance(a, tl.tensor) else a for a in args]
+        out = np.asarray(fn(*data))
+        if out.dtype == np.bool_:
+            return tl.tensor(interpreter.TensorHandle(out, tl.int1), first.type.with_element_ty(tl.int1)
+                             if hasattr(first.type, "with_element_ty") else tl.int1)
+        return tl.tensor(interpreter.TensorHandle(out.astype(first.handle.data.dtype), first.handle.dtype.scalar),
+                         first.type)
+
+    call.__name__ = name
+    return call
+
+
 def _libdevice() -> None:
     import triton.language as tl
 
@@ -115,6 +162,9 @@ def _libdevice() -> None:
         for name in _LIBDEVICE_TWINS:
             if hasattr(module, name) and hasattr(tl.math, name):
                 setattr(module, name, _twin(name))
+        for name, np_name in _LIBDEVICE_NUMPY.items():
+            if hasattr(module, name) and not (name in _LIBDEVICE_TWINS and hasattr(tl.math, name)):
+                setattr(module, name, _numpy_libdevice(name, np_name))
 
 
 def _tf32(data: Any) -> Any:
