@@ -138,6 +138,51 @@ ANSWERS = {
     "dlblas-kernelagent/answers/level2_31_Conv2d_Min_Add_Multiply.py": (
         "cpu-mode", "`if x.is_cuda:` Triton, else PyTorch"),
     "dlblas-openevolve/answers/level1_47_Sum_reduction_over_a_dimension.py": ("right", "correct"),
+    # -- correct (161), skimmed for wrong answers accepted. tl.dot on fp32 operands without input_precision="ieee"
+    # rounds them to TF32 on a GPU (Triton's default); the interpreter's dot is exact. Judged again with the
+    # interpreter's dot rounding its operands to TF32 as a GPU does, 13 of the 31 answers calling tl.dot fail at fp32:
+    "dlblas-kernelagent/answers/level1_87_conv_pointwise_2D.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.00053 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-kernelagent/answers/level2_12_Gemm_Multiply_LeakyReLU.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.00048 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-kernelagent/answers/level2_33_Gemm_Scale_BatchNorm.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.0064 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-kernelagent/answers/level2_53_Gemm_Scaling_Hardtanh_GELU.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.012 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-kernelagent/answers/level2_59_Matmul_Swish_Scaling.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.00054 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-kernelagent/answers/level2_64_Gemm_LogSumExp_LeakyReLU_LeakyReLU_GELU_GELU.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.00017 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-kernelagent/answers/level2_76_Gemm_Add_ReLU.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.00042 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-openevolve/answers/level1_87_conv_pointwise_2D.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.00053 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-openevolve/answers/level2_12_Gemm_Multiply_LeakyReLU.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.00048 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-openevolve/answers/level2_33_Gemm_Scale_BatchNorm.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.0064 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-openevolve/answers/level2_40_Matmul_Scaling_ResidualAdd.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.00041 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-openevolve/answers/level2_53_Gemm_Scaling_Hardtanh_GELU.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.012 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-openevolve/answers/level2_59_Matmul_Swish_Scaling.py": (
+        "missed", "tl.dot at Triton's default TF32 (a GPU rounds its fp32 operands to 10 mantissa bits): exact in "
+        "the interpreter, 0.00054 against the 1e-4 tolerance with TF32 emulated"),
+    "dlblas-kernelagent/answers/level1_3_Batched_matrix_multiplication.py": (
+        "harness", "tl.make_block_ptr: judged correct in this sweep, a runtime_error when judged again here (Triton "
+        "3.9 removed block pointers): part of the sweep ran on another Triton, and its results do not say which"),
     # -- rule_violation (57): is the refused thing PyTorch doing the work, or a copy / a small finishing op?
     "dlblas-kernelagent/answers/level1_33_BatchNorm.py": (
         "right", "x.mean and x.var over (0, 2, 3) in PyTorch: both reductions of BatchNorm; Triton only normalizes"),
@@ -253,7 +298,8 @@ ANSWERS = {
     "dlblas-openevolve/answers/level2_32_Conv2d_Scaling_Min.py": (
         "right", "the scale multiply over the whole conv output in PyTorch (the min in Triton)"),
     "dlblas-openevolve/answers/level2_28_BMM_InstanceNorm_Sum_ResidualAdd_Multiply.py": (
-        "right", "InstanceNorm over the whole Linear output in PyTorch (degenerate: 1x1 planes)"),
+        "right", "InstanceNorm (each row of the Linear output as a 1 x out_features plane) in PyTorch: a "
+        "normalization over the whole intermediate"),
     "dlblas-openevolve/answers/level2_30_Gemm_GroupNorm_Hardtanh.py": (
         "right", "GroupNorm and hardtanh over the whole GEMM output in PyTorch"),
     "dlblas-openevolve/answers/level2_35_Conv2d_Subtract_HardSwish_MaxPool_Mish.py": (
@@ -283,7 +329,7 @@ ANSWERS = {
     "dlblas-kernelagent/answers/level1_37_FrobeniusNorm_.py": (
         "right", "divides by the sum of squares, not its square root (`norm` is computed and never used)"),
     "dlblas-kernelagent/answers/level1_88_MinGPTNewGelu.py": (
-        "right", "tanh as (1-e)/(1+e), e = exp(-2z): inf/inf = NaN for x below about -9.5 (randn*100); the Model: -0"),
+        "right", "tanh as (1-e)/(1+e), e = exp(-2z): inf/inf = NaN for x below about -10.1 (randn*100); the Model: -0"),
     "dlblas-kernelagent/answers/level2_17_Conv2d_InstanceNorm_Divide.py": (
         "right", "the variance sums (0 - mean)^2 over the masked lanes of next_power_of_2(H*W): wrong at 30x30 as at "
         "the CPU sizes"),
@@ -291,7 +337,7 @@ ANSWERS = {
         "right", "BLOCK_SIZE_C = 16, the file's channel count: fewer channels leave +inf lanes, max = inf, every "
         "output NaN; more are dropped"),
     "dlblas-kernelagent/answers/level2_22_Matmul_Scale_ResidualAdd_Clamp_LogSumExp_Mish.py": (
-        "right", "logsumexp over a fixed 1024 lanes, no loop: the past-tile trial (hidden 1025) drops a column; the "
+        "right", "logsumexp over a fixed 1024 lanes, no loop: the past-tile trial (hidden past 1024) drops columns; the "
         "message's TF32 hint is wrong (no tl.dot; the interpreter's dot is exact anyway)"),
     "dlblas-kernelagent/answers/level2_38_ConvTranspose3d_AvgPool_Clamp_Softmax_Multiply.py": (
         "right", "softmax over next_power_of_2(C) lanes, masked lanes loaded as 0 add exp(-max): wrong unless C is a "
