@@ -5,7 +5,7 @@ each under TRITON_INTERPRET=1 at a tiny size against torch).
     kind              what is planted                                                  the cause to find first
     healthy           one program per row, contiguous 2048-wide loads                   none: at the DRAM roof
     uncoalesced_load  each load instruction reads every 8th float of the row            uncoalesced-load
-    tail              contiguous pieces over one full wave of programs + 1/8 of the SMs tail
+    tail              equal latency-bound runs: one full wave of programs + 1/8 of the SMs tail
     small_grid        one program per batch image: 16 programs on 132 SMs               small-grid
     spill             a 64 x 512 tile held live per program of 4 warps (256 per thread)  spills
     one_warp          programs of one warp: the per-SM block limit (32) binds            low-occupancy, block limit
@@ -60,15 +60,22 @@ def gap_strided_kernel(x_ptr, out_ptr, HW, scale, STRIDE: tl.constexpr, BLOCK: t
 
 
 @triton.jit
-def gap_pieces_kernel(x_ptr, out_ptr, HW, pieces, per_program, scale, BLOCK: tl.constexpr):
-    # programs take equal runs of BLOCK-wide pieces (each inside one row) and add each piece's sum to its row
-    pid = tl.program_id(0)
-    for i in range(per_program):
-        piece = pid * per_program + i
-        if piece < pieces:
-            start = piece.to(tl.int64) * BLOCK
-            v = tl.load(x_ptr + start + tl.arange(0, BLOCK))
-            tl.atomic_add(out_ptr + start // HW, tl.sum(v, axis=0) * scale)
+def gap_pieces_kernel(x_ptr, out_ptr, HW, total, per_program, scale, BLOCK: tl.constexpr):
+    # equal runs of the flat input, one BLOCK (one value per thread) at a time: few bytes in flight, so a program
+    # takes as long alone as in a full wave; a run's sum goes to its row whenever the row changes
+    start = tl.program_id(0).to(tl.int64) * per_program
+    cur = start // HW
+    acc = tl.sum(tl.zeros([BLOCK], dtype=tl.float32), axis=0)
+    for i in range(0, per_program, BLOCK):
+        off = start + i
+        if off < total:
+            row = off // HW
+            flush = row != cur
+            tl.atomic_add(out_ptr + cur, acc * scale, mask=flush)
+            acc = tl.where(flush, 0.0, acc)
+            cur = row
+            acc += tl.sum(tl.load(x_ptr + off + tl.arange(0, BLOCK)), axis=0)
+    tl.atomic_add(out_ptr + cur, acc * scale, mask=start < total)
 
 
 @triton.jit
@@ -197,21 +204,21 @@ def forward(kind: str, x: torch.Tensor, multiplier: float = 0.5) -> torch.Tensor
         stride = 8
         gap_strided_kernel[(rows,)](x, out, hw, scale, STRIDE=stride, BLOCK=_block(hw // stride, 1024), num_warps=4)
     elif kind == "tail":
-        block = _block(hw, 1024)
-        pieces = rows * hw // block
+        block = _block(hw, 128)
         if x.is_cuda:
             props = torch.cuda.get_device_properties(x.device)
             try:  # compiled without a launch (ncu sees no extra one): its registers decide how many fit an SM
-                compiled = gap_pieces_kernel.warmup(x, out, hw, pieces, 1, scale, BLOCK=block, num_warps=4,
+                compiled = gap_pieces_kernel.warmup(x, out, hw, x.numel(), block, scale, BLOCK=block, num_warps=4,
                                                     grid=(1,))
                 getattr(compiled, "_init_handles", lambda: None)()
                 per_sm = programs_per_sm(compiled, 4, props)
             except Exception:  # noqa: BLE001 - a Triton without warmup: 4 warps and few registers fit 16 an SM
                 per_sm = 16
-            grid = props.multi_processor_count * per_sm + max(1, props.multi_processor_count // 8)  # 1.06 waves
+            grid = props.multi_processor_count * per_sm + max(1, props.multi_processor_count // 8)  # 1.0x waves
         else:
             grid = 5
-        gap_pieces_kernel[(grid,)](x, out, hw, pieces, triton.cdiv(pieces, grid), scale, BLOCK=block, num_warps=4)
+        per_program = triton.cdiv(triton.cdiv(x.numel(), grid), block) * block
+        gap_pieces_kernel[(grid,)](x, out, hw, x.numel(), per_program, scale, BLOCK=block, num_warps=4)
     elif kind == "small_grid":
         gap_batch_kernel[(n,)](x, out, c, hw, scale, BLOCK=_block(hw, 2048), num_warps=4)
     elif kind == "spill":
