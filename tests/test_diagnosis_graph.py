@@ -234,3 +234,20 @@ def test_bank_conflicts_cost_their_replayed_wavefronts_where_warps_wait_on_share
     twin = diagnose(DiagnosisInput(profile=read_report(data / "planted_conflict_free.ncu-rep", metrics),
                                    gpu=find_gpu("h100")))
     assert "bank-conflicts" not in kinds(twin)
+
+
+def test_one_warp_programs_at_the_dram_peak_raise_no_occupancy_alarm():
+    """Recorded on an H200 (the first planted run, one_warp at 8 floats a thread): 24 % of the warp slots, yet DRAM at
+    86 % of its peak: the warps in flight keep the bytes moving, and fewer warps are no fault there."""
+    k = kernel(dram=86.0, warps=24.3, **limits(64, 32, 64), **{
+        "sm__maximum_warps_per_active_cycle_pct": 50.0, "launch__block_size": 32})
+    assert [f.kind for f in found(profile(k))] == ["at-dram-peak", "memory-bound"]
+    k.metrics[DRAM] = 30.0
+    assert found(profile(k))[0].kind == "low-occupancy"
+
+
+def test_a_forward_of_two_kernels_has_one_roofline_line_for_the_longer():
+    """Issue 37's first planted run: "unfused > at-dram-peak > memory-bound > memory-bound"."""
+    long, short = kernel("long_kernel", dram=90.0, seconds=300e-6), kernel("short_kernel", dram=90.0, seconds=100e-6)
+    out = found(profile(short, long))
+    assert [(f.kind, f.kernel) for f in out if f.kind == "memory-bound"] == [("memory-bound", "long_kernel")]

@@ -56,6 +56,10 @@ def test_the_profile_driver_records_each_kinds_failure_and_goes_on(tmp_path):
     assert list(summary) == ["healthy", "launches"] and not any(r["ok"] for r in summary.values())
     assert all(r["error"].startswith("check: ") for r in summary.values())
     assert [line.split()[:2] for line in p.stdout.splitlines()] == [["healthy", "FAIL"], ["launches", "FAIL"]]
+    import tarfile
+
+    with tarfile.open(tmp_path / "planted.tgz") as tar:  # one file for a device that returns a few per call
+        assert sorted(tar.getnames()) == ["healthy.json", "launches.json", "summary.json"]
     bad = subprocess.run([sys.executable, "bench/diag/planted_profile.py", str(tmp_path), "--kinds", "nope"],
                          capture_output=True, text=True, cwd=REPO, timeout=120)
     assert bad.returncode == 2 and "unknown kinds nope" in bad.stderr

@@ -22,9 +22,9 @@ EXPLAINS: dict[str, tuple[str, ...]] = {
     "unfused": ("host-bound",),
     "small-grid": _STARVED,
     "tail": _STARVED,
-    # values that do not fit the registers: local-memory traffic through L1 and L2, its waits, and the register
-    # pressure that limits occupancy
-    "spills": ("l2-bound", "stalls", "low-dram", "low-occupancy:registers"),
+    # values that do not fit the registers: local-memory traffic through L1 and L2, its waits, the instructions that
+    # move it, and the register pressure that limits occupancy
+    "spills": ("l2-bound", "stalls", "low-dram", "low-occupancy:registers", "issue-bound"),
     "uncoalesced-load": ("l2-bound", "low-dram", "stalls"),
     "uncoalesced-store": ("l2-bound", "low-dram", "stalls"),
     "bank-conflicts": ("stalls", "low-dram"),

@@ -20,7 +20,7 @@ from agent.diagnosis.model import (
     Finding,
     Remedy,
 )
-from agent.ncu.metadata import BLOCK, WARPS, meta
+from agent.ncu.metadata import BLOCK, DRAM, WARPS, meta
 from agent.schema import KernelProfile
 
 # Achieved under this share of what the resources allow: the launch itself (grid, tail) leaves slots empty too.
@@ -94,6 +94,9 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
         seen = achieved if achieved is not None else theoretical
         if seen is None or seen >= low:
             continue
+        dram = _num(k, DRAM)
+        if dram is not None and dram >= meta().bottleneck.near_peak_dram_pct:
+            continue  # at DRAM peak the warps in flight already keep the bytes moving: fewer suffice, no alarm
         if theoretical is None or len(limits) < len(OCCUPANCY_LIMITS):  # a limiter among some limits may be wrong
             if achieved is None:
                 continue

@@ -5,14 +5,14 @@ each under TRITON_INTERPRET=1 at a tiny size against torch).
     kind              what is planted                                                  the cause to find first
     healthy           one program per row, contiguous 2048-wide loads                   none: at the DRAM roof
     uncoalesced_load  each load instruction reads every 8th float of the row            uncoalesced-load
-    tail              contiguous pieces over one full wave of programs + 1/8 of the SMs tail
+    tail              equal latency-bound runs: one full wave of programs + 1/8 of the SMs tail
     small_grid        one program per batch image: 16 programs on 132 SMs               small-grid
     spill             a 64 x 512 tile held live per program of 4 warps (256 per thread)  spills
-    one_warp          programs of one warp: the per-SM block limit (32) binds            low-occupancy, block limit
+    one_warp          programs of one warp, one value per thread: the per-SM limit binds low-occupancy, block limit
     launches          one single-program launch per row: 2048 launches a forward        launch-bound
     bank_conflicts    shared memory at tid * 128 bytes, all 32 threads in one bank (PTX) bank-conflicts
     uncoalesced_store the scaled input written channels-last, then reduced by torch      uncoalesced-store
-    int64_index       a flat int64 index split into (row, column) by / and % per element issue-bound (integer)
+    int64_index       a flat index past 2**32 split by a 64-bit / and % per element     issue-bound (integer)
     serial_tail       partial sums, then the last program reduces all rows in a loop    imbalance
     unfused           one kernel writes x * multiplier, a second reads it back to reduce unfused (intermediate)
 
@@ -23,6 +23,8 @@ bank_conflicts needs the CUDA driver (PTX: Triton swizzles its own shared layout
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 import triton
@@ -60,15 +62,22 @@ def gap_strided_kernel(x_ptr, out_ptr, HW, scale, STRIDE: tl.constexpr, BLOCK: t
 
 
 @triton.jit
-def gap_pieces_kernel(x_ptr, out_ptr, HW, pieces, per_program, scale, BLOCK: tl.constexpr):
-    # programs take equal runs of BLOCK-wide pieces (each inside one row) and add each piece's sum to its row
-    pid = tl.program_id(0)
-    for i in range(per_program):
-        piece = pid * per_program + i
-        if piece < pieces:
-            start = piece.to(tl.int64) * BLOCK
-            v = tl.load(x_ptr + start + tl.arange(0, BLOCK))
-            tl.atomic_add(out_ptr + start // HW, tl.sum(v, axis=0) * scale)
+def gap_pieces_kernel(x_ptr, out_ptr, HW, total, per_program, scale, BLOCK: tl.constexpr):
+    # equal runs of the flat input, one BLOCK (one value per thread) at a time: few bytes in flight, so a program
+    # takes as long alone as in a full wave; a run's sum goes to its row whenever the row changes
+    start = tl.program_id(0).to(tl.int64) * per_program
+    cur = start // HW
+    acc = tl.sum(tl.zeros([BLOCK], dtype=tl.float32), axis=0)
+    for i in range(0, per_program, BLOCK):
+        off = start + i
+        if off < total:
+            row = off // HW
+            flush = row != cur
+            tl.atomic_add(out_ptr + cur, acc * scale, mask=flush)
+            acc = tl.where(flush, 0.0, acc)
+            cur = row
+            acc += tl.sum(tl.load(x_ptr + off + tl.arange(0, BLOCK)), axis=0)
+    tl.atomic_add(out_ptr + cur, acc * scale, mask=start < total)
 
 
 @triton.jit
@@ -108,7 +117,7 @@ def gap_warp_kernel(x_ptr, out_ptr, HW, scale, BLOCK: tl.constexpr):
     tl.store(out_ptr + row, tl.sum(acc, axis=0) * scale)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["row"])  # row 1 would be a constexpr int (Triton specializes 1), not a tensor
 def gap_one_row_kernel(x_ptr, out_ptr, row, HW, scale, BLOCK: tl.constexpr):
     base = x_ptr + row.to(tl.int64) * HW
     acc = tl.zeros([BLOCK], dtype=tl.float32)
@@ -132,14 +141,16 @@ def gap_channels_last_kernel(x_ptr, y_ptr, C, HW, scale, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def gap_flat_index_kernel(x_ptr, out_ptr, HW, rows, scale, BLOCK: tl.constexpr):
-    # a flat int64 index per element, split into (row, column) by a 64-bit division and remainder in the inner loop
+def gap_flat_index_kernel(x_ptr, out_ptr, HW, rows, base, scale, BLOCK: tl.constexpr):
+    # a flat int64 index per element, split into (row, column) by a 64-bit division and remainder in the inner loop;
+    # the index is offset by `base` (a multiple of HW past 2**32, as in a tensor of more than 2**32 elements), so the
+    # division takes its full 64-bit path, not the 32-bit one a small index would
     pid = tl.program_id(0)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
     hw = HW.to(tl.int64)
     for c in range(0, HW, BLOCK):
-        flat = pid.to(tl.int64) * hw + c + tl.arange(0, BLOCK).to(tl.int64)
-        r, col = flat // hw, flat % hw
+        flat = base + pid.to(tl.int64) * hw + c + tl.arange(0, BLOCK).to(tl.int64)
+        r, col = flat // hw - base // hw, flat % hw
         acc += tl.load(x_ptr + r * hw + col, mask=(col < hw) & (r < rows), other=0.0)
     tl.store(out_ptr + pid, tl.sum(acc, axis=0) * scale)
 
@@ -185,6 +196,21 @@ def programs_per_sm(compiled, num_warps: int, props) -> int:
     return max(1, min(32, by_regs, by_warps))
 
 
+@functools.lru_cache(maxsize=None)
+def _tail_grid(device: int, hw: int, numel: int, block: int) -> int:
+    """One full wave of the pieces kernel and 1/8 of the SMs more, found once (not on every forward: the compile lookup
+    would be host time the forward does not otherwise spend)."""
+    props = torch.cuda.get_device_properties(device)
+    try:  # compiled without a launch (ncu sees no extra one): its registers decide how many fit an SM
+        probe = torch.empty(1, device=f"cuda:{device}")
+        compiled = gap_pieces_kernel.warmup(probe, probe, hw, numel, block, 1.0, BLOCK=block, num_warps=4, grid=(1,))
+        getattr(compiled, "_init_handles", lambda: None)()
+        per_sm = programs_per_sm(compiled, 4, props)
+    except Exception:  # noqa: BLE001 - a Triton without warmup: 4 warps and few registers fit 16 an SM
+        per_sm = 16
+    return props.multi_processor_count * per_sm + max(1, props.multi_processor_count // 8)
+
+
 def forward(kind: str, x: torch.Tensor, multiplier: float = 0.5) -> torch.Tensor:
     """The kind's GAP of x (N, C, H, W) -> (N, C): x * multiplier averaged over H x W."""
     n, c, h, w = x.shape
@@ -197,28 +223,17 @@ def forward(kind: str, x: torch.Tensor, multiplier: float = 0.5) -> torch.Tensor
         stride = 8
         gap_strided_kernel[(rows,)](x, out, hw, scale, STRIDE=stride, BLOCK=_block(hw // stride, 1024), num_warps=4)
     elif kind == "tail":
-        block = _block(hw, 1024)
-        pieces = rows * hw // block
-        if x.is_cuda:
-            props = torch.cuda.get_device_properties(x.device)
-            try:  # compiled without a launch (ncu sees no extra one): its registers decide how many fit an SM
-                compiled = gap_pieces_kernel.warmup(x, out, hw, pieces, 1, scale, BLOCK=block, num_warps=4,
-                                                    grid=(1,))
-                getattr(compiled, "_init_handles", lambda: None)()
-                per_sm = programs_per_sm(compiled, 4, props)
-            except Exception:  # noqa: BLE001 - a Triton without warmup: 4 warps and few registers fit 16 an SM
-                per_sm = 16
-            grid = props.multi_processor_count * per_sm + max(1, props.multi_processor_count // 8)  # 1.06 waves
-        else:
-            grid = 5
-        gap_pieces_kernel[(grid,)](x, out, hw, pieces, triton.cdiv(pieces, grid), scale, BLOCK=block, num_warps=4)
+        block = _block(hw, 128)
+        grid = _tail_grid(x.device.index or 0, hw, x.numel(), block) if x.is_cuda else 5
+        per_program = triton.cdiv(triton.cdiv(x.numel(), grid), block) * block
+        gap_pieces_kernel[(grid,)](x, out, hw, x.numel(), per_program, scale, BLOCK=block, num_warps=4)
     elif kind == "small_grid":
         gap_batch_kernel[(n,)](x, out, c, hw, scale, BLOCK=_block(hw, 2048), num_warps=4)
     elif kind == "spill":
         r, cols = (64, 512) if hw % (64 * 512) == 0 else (4, 16)
         gap_spill_kernel[(rows,)](x, out, hw, scale, R=r, COLS=cols, num_warps=4)
     elif kind == "one_warp":
-        gap_warp_kernel[(rows,)](x, out, hw, scale, BLOCK=_block(hw, 256), num_warps=1)
+        gap_warp_kernel[(rows,)](x, out, hw, scale, BLOCK=_block(hw, 32), num_warps=1)  # one value per thread
     elif kind == "launches":
         for row in range(rows):
             gap_one_row_kernel[(1,)](x, out, row, hw, scale, BLOCK=_block(hw, 2048), num_warps=4)
@@ -229,7 +244,7 @@ def forward(kind: str, x: torch.Tensor, multiplier: float = 0.5) -> torch.Tensor
         gap_channels_last_kernel[(rows,)](x, y, c, hw, multiplier, BLOCK=_block(hw, 1024), num_warps=4)
         return y.mean(dim=(1, 2))
     elif kind == "int64_index":
-        gap_flat_index_kernel[(rows,)](x, out, hw, rows, scale, BLOCK=_block(hw, 1024), num_warps=4)
+        gap_flat_index_kernel[(rows,)](x, out, hw, rows, hw << 24, scale, BLOCK=_block(hw, 1024), num_warps=4)
     elif kind == "serial_tail":
         split = 4
         partial = torch.empty(rows * split, device=x.device, dtype=torch.float32)

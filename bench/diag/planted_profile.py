@@ -10,7 +10,8 @@ For each kind, in its own processes (one failure never stops the others; each st
   3. profile: ncu with agent.profiler.ncu_argv's own flags and metrics (stage set + the diagnosis's counters, the
      launch cap per kernel name), around one forward in the NVTX range agent_profile after a warm-up forward;
   4. diagnose: agent.diagnosis on the report and the timing; OUT/KIND.ncu-rep, OUT/KIND.json (the findings in their
-     order with evidence and gain, and the prompt's [DIAGNOSIS] order), and a table on stdout; OUT/summary.json.
+     order with evidence and gain, and the prompt's [DIAGNOSIS] order), and a table on stdout; OUT/summary.json;
+     OUT/planted.tgz holds them all.
 
 Needs a GPU, ncu, torch and triton, and this checkout on PYTHONPATH (or run from its root). Exit 0 if every kind
 was profiled and diagnosed, 1 if any failed (the table says which and why).
@@ -204,7 +205,18 @@ def main() -> int:
         {r["kind"]: {"ok": r["ok"], "order": r.get("order"), "prompt_order": r.get("prompt_order"),
                      "error": r.get("error"), "wall_s": r["wall_s"], "ncu_s": r.get("ncu_s")} for r in records},
         indent=2))
+    _archive(args.out)
     return 0 if all(r["ok"] for r in records) else 1
+
+
+def _archive(out: Path) -> None:
+    """Everything in one file, OUT/planted.tgz (a device returns a few files per call, not a folder of 25)."""
+    import tarfile
+
+    with tarfile.open(out / "planted.tgz", "w:gz") as tar:
+        for f in sorted(out.iterdir()):
+            if f.is_file() and f.suffix in (".ncu-rep", ".json"):
+                tar.add(f, arcname=f.name)
 
 
 if __name__ == "__main__":
