@@ -62,61 +62,42 @@ def fmt_metrics(metrics: dict) -> str:
     return ", ".join(f"{k.split('.')[0]}={v:.2f}" if isinstance(v, float) else f"{k.split('.')[0]}={v}" for k, v in metrics.items())
 
 
-def main() -> int:
-    out = Path(os.environ.get("OUT") or "gpu_profile_check_out")
-    out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="agent-gpu-check-"))
-    ncu = find_ncu()
-    print(f"ncu: {ncu}")
-    if ncu is None:
-        print("FAIL: ncu not found")
-        return 1
-    print(subprocess.run([str(ncu), "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1])
-    try:
-        import torch
-        import triton
-
-        print(f"torch {torch.__version__}, triton {triton.__version__}, GPU {torch.cuda.get_device_name(0)}")
-    except Exception as e:  # noqa: BLE001
-        print(f"torch/triton: {e}")
-
-    st = stage()
-    print(f"stage {st.name}: {stage_metric_set(st)}")
-    problem = load_problem("gap44")
-    summary: dict = {"ncu": str(ncu), "stage_metrics": stage_metric_set(st), "candidates": {}}
+def profile_candidate(name: str, path: Path, problem, st, work: Path, out: Path) -> tuple[dict, bool]:
+    """One candidate: a plain sandboxed run, then `agent profile`'s stage and full sets (reports copied to out)."""
     ok = True
-    for name, path in CANDIDATES.items():
-        code = path.read_text()
-        entry: dict = {"file": str(path.relative_to(REPO))}
-        print(f"\n=== {name} ({entry['file']})")
-        plain = plain_run(code, problem)
-        entry["plain"] = plain
-        print(f"  without ncu: {plain['wall_s']:.1f} s (ok={plain['ok']}, isolation {plain['isolation']})"
-              + ("" if plain["ok"] else f"\n  stderr: {plain['stderr_tail']}"))
-        for metric_set in ("stage", "full"):
-            report = work / f"{name}_{metric_set}.ncu-rep"
-            req = ProfileRequest(code=code, problem=problem, stage=st, metric_set=metric_set, out=report, timeout_s=300)
-            try:
-                prof = profile(req)
-            except ProfileError as e:
-                ok = False
-                print(f"  {metric_set}: FAIL ({e.kind}) {e}")
-                entry[metric_set] = {"error": str(e), "kind": e.kind}
-                continue
-            shutil.copyfile(report, out / report.name)
-            added = prof.wall_s - plain["wall_s"]
-            print(f"  {metric_set} set: ncu run {prof.wall_s:.1f} s (adds {added:+.1f} s over the plain run), "
-                  f"GPU {prof.gpu}, metric_set {prof.metric_set}")
-            for kname, k in prof.kernels.items():
-                print(f"    {kname}: launches {k.launches}, grid {k.grid}, block {k.block}")
-                print(f"      {fmt_metrics(k.metrics)}")
-                if k.rules:
-                    print(f"      rules: {', '.join(r.title or r.rule for r in k.rules)}")
-            print(f"    bottleneck: {prof.bottleneck.reason if prof.bottleneck else None}")
-            entry[metric_set] = {"wall_s": prof.wall_s, "added_s": round(added, 2), "profile": prof.model_dump(mode="json")}
-        summary["candidates"][name] = entry
+    code = path.read_text()
+    entry: dict = {"file": str(path.relative_to(REPO))}
+    print(f"\n=== {name} ({entry['file']})")
+    plain = plain_run(code, problem)
+    entry["plain"] = plain
+    print(f"  without ncu: {plain['wall_s']:.1f} s (ok={plain['ok']}, isolation {plain['isolation']})"
+          + ("" if plain["ok"] else f"\n  stderr: {plain['stderr_tail']}"))
+    for metric_set in ("stage", "full"):
+        report = work / f"{name}_{metric_set}.ncu-rep"
+        req = ProfileRequest(code=code, problem=problem, stage=st, metric_set=metric_set, out=report, timeout_s=300)
+        try:
+            prof = profile(req)
+        except ProfileError as e:
+            ok = False
+            print(f"  {metric_set}: FAIL ({e.kind}) {e}")
+            entry[metric_set] = {"error": str(e), "kind": e.kind}
+            continue
+        shutil.copyfile(report, out / report.name)
+        added = prof.wall_s - plain["wall_s"]
+        print(f"  {metric_set} set: ncu run {prof.wall_s:.1f} s (adds {added:+.1f} s over the plain run), "
+              f"GPU {prof.gpu}, metric_set {prof.metric_set}")
+        for kname, k in prof.kernels.items():
+            print(f"    {kname}: launches {k.launches}, grid {k.grid}, block {k.block}")
+            print(f"      {fmt_metrics(k.metrics)}")
+            if k.rules:
+                print(f"      rules: {', '.join(r.title or r.rule for r in k.rules)}")
+        print(f"    bottleneck: {prof.bottleneck.reason if prof.bottleneck else None}")
+        entry[metric_set] = {"wall_s": prof.wall_s, "added_s": round(added, 2), "profile": prof.model_dump(mode="json")}
+    return entry, ok
 
-    # the seed's stage profile against the fixture (same kernel, same GPU model)
+
+def seed_against_fixture(work: Path, st, summary: dict) -> None:
+    """The seed's stage profile against the H100 fixture (same kernel, same GPU model), and seed -> rowsum."""
     seed_report = work / "seed_stage.ncu-rep"
     if seed_report.exists():
         fixture = read_report(FIXTURE, stage_metric_set(st))
@@ -142,7 +123,10 @@ def main() -> int:
             pct = f"{d.pct:+.1f} %" if d.pct is not None else "—"
             print(f"  {d.kernel[:60]:60s} {d.metric[:45]:45s} {d.before!s:>20} → {d.after!s:>20} {pct:>9} {d.direction}")
 
-    # once through the CLI: `agent profile` then `agent ncu --format prompt`
+
+
+def through_the_cli(work: Path, st, out: Path) -> None:
+    """Once through the CLI: `agent profile` then `agent ncu --format prompt`; the transcript to out/cli.txt."""
     cli_out = []
     cli_report = work / "cli_rowsum.ncu-rep"
     for argv in (["profile", str(CANDIDATES["rowsum"]), "--problem", "gap44", "--stage", st.name, "-o", str(cli_report)],
@@ -152,6 +136,37 @@ def main() -> int:
         cli_out.append(f"$ agent {' '.join(argv)}   # exit {r.returncode}, {time.monotonic() - t0:.1f} s\n{r.stdout}{r.stderr}")
     (out / "cli.txt").write_text("\n".join(cli_out))
     print("\n=== CLI\n" + "\n".join(cli_out)[-4000:])
+
+
+def main() -> int:
+    out = Path(os.environ.get("OUT") or "gpu_profile_check_out")
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="agent-gpu-check-"))
+    ncu = find_ncu()
+    print(f"ncu: {ncu}")
+    if ncu is None:
+        print("FAIL: ncu not found")
+        return 1
+    print(subprocess.run([str(ncu), "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1])
+    try:
+        import torch
+        import triton
+
+        print(f"torch {torch.__version__}, triton {triton.__version__}, GPU {torch.cuda.get_device_name(0)}")
+    except Exception as e:  # noqa: BLE001
+        print(f"torch/triton: {e}")
+
+    st = stage()
+    print(f"stage {st.name}: {stage_metric_set(st)}")
+    problem = load_problem("gap44")
+    summary: dict = {"ncu": str(ncu), "stage_metrics": stage_metric_set(st), "candidates": {}}
+    ok = True
+    for name, path in CANDIDATES.items():
+        entry, passed = profile_candidate(name, path, problem, st, work, out)
+        ok = ok and passed
+        summary["candidates"][name] = entry
+    seed_against_fixture(work, st, summary)
+    through_the_cli(work, st, out)
 
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     shutil.rmtree(work, ignore_errors=True)

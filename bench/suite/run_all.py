@@ -104,6 +104,38 @@ def _work_dir(arg: Path | None) -> Path:
     return Path(tempfile.mkdtemp(prefix="agent-bench-", dir=base))
 
 
+def _params(args: argparse.Namespace, smoke: bool) -> dict:
+    """The runs' sizes and limits: the flags given, else the defaults of a GPU run or of a CPU smoke run."""
+    return {
+        "mf_iterations": args.mf_iterations or 1, "mf_samples": args.mf_samples or (2 if smoke else 8),
+        "e2e_iterations": args.e2e_iterations or (1 if smoke else 4), "e2e_samples": args.e2e_samples or (1 if smoke else 3),
+        "e2e_patience": args.e2e_patience, "accuracy_repeats": args.accuracy_repeats,
+        "candidate_timeout_s": args.candidate_timeout_s if not smoke else max(args.candidate_timeout_s, 300.0),
+    }
+
+
+def _run_part(name: str, ctx: dict, work: Path) -> dict:
+    """One part in its own process (bench_parts.py) until ctx's timeout: its entry of the combined JSON."""
+    ctx_path, res_path = work / f"{name}.ctx.json", work / f"{name}.result.json"
+    ctx_path.write_text(json.dumps(ctx, default=str))
+    res_path.unlink(missing_ok=True)
+    cmd = [sys.executable, str(BENCH / "bench_parts.py"), name, str(ctx_path), str(res_path)]
+    out_file, err_file = work / f"{name}.out", work / f"{name}.err"
+    smoke, timeout = ctx["cpu_smoke"], ctx["timeout_s"]
+    rc, cut, wall = run_until(cmd, deadline=time.monotonic() + timeout, cwd=REPO,
+                              env=child_env({"TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"} if smoke else None), stdout=out_file, stderr=err_file)
+    try:
+        res = json.loads(res_path.read_text())
+    except (OSError, ValueError):
+        res = {}
+    status = "ok" if rc == 0 and not res.get("error") else ("timeout" if cut else "failed")
+    entry = {"status": status, "wall_s": round(wall, 1), "timeout_s": round(timeout, 1), "returncode": rc,
+             "data": res.get("data", {})}
+    if res.get("error") or status != "ok":
+        entry["error"] = res.get("error") or tail(err_file, 1500) or f"exit {rc}"
+    return entry
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.tables_from:
@@ -116,12 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     work = _work_dir(args.work)
     wanted = set(args.parts.split(",")) if args.parts else None
     parts = [p for p in (CPU_PARTS if smoke else GPU_PARTS) if wanted is None or p.name in wanted]
-    params = {
-        "mf_iterations": args.mf_iterations or 1, "mf_samples": args.mf_samples or (2 if smoke else 8),
-        "e2e_iterations": args.e2e_iterations or (1 if smoke else 4), "e2e_samples": args.e2e_samples or (1 if smoke else 3),
-        "e2e_patience": args.e2e_patience, "accuracy_repeats": args.accuracy_repeats,
-        "candidate_timeout_s": args.candidate_timeout_s if not smoke else max(args.candidate_timeout_s, 300.0),
-    }
+    params = _params(args, smoke)
     t_start = time.monotonic()
     combined: dict = {
         "meta": {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "budget_s": budget,
@@ -164,23 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         spent_planned += part.planned_s if part.planned_s is not None else timeout
         ctx = {"device": "cpu" if smoke else "cuda", "cpu_smoke": smoke, "out": str(out), "work": str(work),
                "timeout_s": timeout, "params": params, "results": results}
-        ctx_path, res_path = work / f"{part.name}.ctx.json", work / f"{part.name}.result.json"
-        ctx_path.write_text(json.dumps(ctx, default=str))
-        res_path.unlink(missing_ok=True)
         say(f"{part.title}: start, {timeout:.0f} s")
-        cmd = [sys.executable, str(BENCH / "bench_parts.py"), part.name, str(ctx_path), str(res_path)]
+        entry = _run_part(part.name, ctx, work)
+        status, wall = entry["status"], entry["wall_s"]
         out_file, err_file = work / f"{part.name}.out", work / f"{part.name}.err"
-        rc, cut, wall = run_until(cmd, deadline=time.monotonic() + timeout, cwd=REPO,
-                                  env=child_env({"TRITON_INTERPRET": "1", "OMP_NUM_THREADS": "1"} if smoke else None), stdout=out_file, stderr=err_file)
-        try:
-            res = json.loads(res_path.read_text())
-        except (OSError, ValueError):
-            res = {}
-        status = "ok" if rc == 0 and not res.get("error") else ("timeout" if cut else "failed")
-        entry = {"status": status, "wall_s": round(wall, 1), "timeout_s": round(timeout, 1), "returncode": rc,
-                 "data": res.get("data", {})}
-        if res.get("error") or status != "ok":
-            entry["error"] = res.get("error") or tail(err_file, 1500) or f"exit {rc}"
         combined["parts"][part.name] = entry
         if part.name == "limits":
             combined["env"] = entry["data"].get("env", {})

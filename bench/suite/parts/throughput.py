@@ -17,20 +17,7 @@ from parts.common import _problem, _stage, left, profile_summary
 def part_throughput(ctx: dict, deadline: float, save: Callable[[dict], None]) -> dict:
     """Seconds per candidate by phase: extraction + static checks in process; the sandboxed worker run cold and
     warm (JIT compile = the difference), evaluate without and with timing; ncu stage and full sets."""
-    import ast as _ast
-
-    from agent.harness import extract, policy
-    from agent.harness.job import (
-        plan_timing,
-        prepare_job,
-        read_result,
-        worker_argv,
-        worker_env,
-    )
-    from agent.harness.sandbox import run_sandboxed
-    from agent.harness.settings import settings
     from agent.problems import starting_code
-    from agent.stages import absent_triton_functions
 
     device, work = ctx["device"], Path(ctx["work"])
     problem, stage = _problem(), _stage()
@@ -39,8 +26,23 @@ def part_throughput(ctx: dict, deadline: float, save: Callable[[dict], None]) ->
     code = Path(code_path).read_text() if code_path and Path(code_path).exists() else starting_code(problem)
     data: dict[str, Any] = {"code": "memory-fusion best" if code_path else "seed", "phases": {}}
     ph = data["phases"]
+    ph.update(_static_phase(mf, code, stage))
+    save(data)
+    cold = _worker_phases(data, code, problem, device, deadline, save)
+    if device == "cuda":
+        _ncu_phases(data, code, problem, stage, work, cold, deadline, save)
+    else:
+        data["ncu"] = "skipped in CPU mode"
+    return data
 
-    # extraction + static checks, on every answer the memory-fusion run recorded (CPU only, in process)
+
+def _static_phase(mf: dict, code: str, stage: Any) -> dict:
+    """Extraction + static checks, on every answer the memory-fusion run recorded (CPU only, in process)."""
+    import ast as _ast
+
+    from agent.harness import extract, policy
+    from agent.stages import absent_triton_functions
+
     texts = []
     if mf.get("run_id"):
         from agent.store import Store
@@ -61,10 +63,23 @@ def part_throughput(ctx: dict, deadline: float, save: Callable[[dict], None]) ->
             except (SyntaxError, ValueError):
                 pass
         times.append((time.perf_counter() - t0) * 1e3)
-    ph.update(static_ms=statistics.median(times), static_n=len(times))
-    save(data)
+    return {"static_ms": statistics.median(times), "static_n": len(times)}
 
-    # the worker, sandboxed as the harness runs it; one workdir (and so one HOME and Triton cache) for all four
+
+def _worker_phases(data: dict, code: str, problem: Any, device: str, deadline: float,
+                   save: Callable[[dict], None]) -> float | None:
+    """The worker, sandboxed as the harness runs it, four times in one workdir (one HOME and Triton cache): cold and
+    warm profile mode, evaluate without and with timing. Returns the cold run's wall seconds."""
+    from agent.harness.job import (
+        plan_timing,
+        prepare_job,
+        read_result,
+        worker_argv,
+        worker_env,
+    )
+    from agent.harness.sandbox import run_sandboxed
+    from agent.harness.settings import settings
+
     cfg = settings().sandbox
     workdir = Path(tempfile.mkdtemp(prefix="agent-bench-phases-"))
     runs: dict[str, Any] = {}
@@ -92,38 +107,38 @@ def part_throughput(ctx: dict, deadline: float, save: Callable[[dict], None]) ->
     val = worker("evaluate without timing, warm", "evaluate", False)
     timed = worker("evaluate with timing, warm", "evaluate", True)
     shutil.rmtree(workdir, ignore_errors=True)
+    ph = data["phases"]
     ph["worker_cold_s"], ph["worker_warm_s"] = cold, warm
     ph["compile_s"] = cold - warm if cold and warm else None
     ph["validation_s"] = val - warm if val and warm else None
     ph["timing_s"] = timed - val if timed and val else None
     save(data)
+    return cold
 
-    # ncu through the agent's profiler, stage set then full set (each in a fresh sandbox: Triton cache cold)
-    if device == "cuda":
-        from agent.profiler import ProfileError, ProfileRequest, find_ncu, profile
 
+def _ncu_phases(data: dict, code: str, problem: Any, stage: Any, work: Path, cold: float | None, deadline: float,
+                save: Callable[[dict], None]) -> None:
+    """ncu through the agent's profiler, stage set then full set (each in a fresh sandbox: Triton cache cold)."""
+    from agent.profiler import ProfileError, ProfileRequest, find_ncu, profile
+
+    ph = data["phases"]
+    if find_ncu() is None:
+        data["ncu"] = "ncu not found"
+    for metric_set in ("stage", "full"):
         if find_ncu() is None:
-            data["ncu"] = "ncu not found"
-        for metric_set in ("stage", "full"):
-            if find_ncu() is None:
-                break
-            if left(deadline) < (15 if metric_set == "stage" else 25):
-                ph[f"ncu_{metric_set}_s"] = None
-                data[f"ncu_{metric_set}_skipped"] = f"only {left(deadline):.0f} s left"
-                continue
-            t0 = time.monotonic()
-            try:
-                prof = profile(ProfileRequest(code=code, problem=problem, stage=stage, metric_set=metric_set,
-                                              out=work / f"throughput_{metric_set}.ncu-rep", timeout_s=left(deadline) - 3))
-                ph[f"ncu_{metric_set}_s"] = time.monotonic() - t0
-                ph[f"ncu_{metric_set}_ncu_wall_s"] = prof.wall_s
-                ph[f"ncu_{metric_set}_added_s"] = prof.wall_s - cold if cold else None
-                data[f"profile_{metric_set}"] = profile_summary(prof)
-            except ProfileError as e:
-                data[f"ncu_{metric_set}_error"] = f"{e.kind}: {e}"
-            save(data)
-    else:
-        data["ncu"] = "skipped in CPU mode"
-    return data
-
-
+            break
+        if left(deadline) < (15 if metric_set == "stage" else 25):
+            ph[f"ncu_{metric_set}_s"] = None
+            data[f"ncu_{metric_set}_skipped"] = f"only {left(deadline):.0f} s left"
+            continue
+        t0 = time.monotonic()
+        try:
+            prof = profile(ProfileRequest(code=code, problem=problem, stage=stage, metric_set=metric_set,
+                                          out=work / f"throughput_{metric_set}.ncu-rep", timeout_s=left(deadline) - 3))
+            ph[f"ncu_{metric_set}_s"] = time.monotonic() - t0
+            ph[f"ncu_{metric_set}_ncu_wall_s"] = prof.wall_s
+            ph[f"ncu_{metric_set}_added_s"] = prof.wall_s - cold if cold else None
+            data[f"profile_{metric_set}"] = profile_summary(prof)
+        except ProfileError as e:
+            data[f"ncu_{metric_set}_error"] = f"{e.kind}: {e}"
+        save(data)
