@@ -8,7 +8,7 @@
 #   gap44:K/N       the same for the K-th of N parts of the gap44 cases (218 of them: one part of 3 per call)
 #   window          bench/suite/window_families.sh: the offline window families against eager and torch.compile
 # Usage (GPU machine, repo root, wheels installed to /opt/site): bash bench/checks/on_gpu.sh [CHECK ...]
-#   default: probes kb other. Give each long check its own call: kb's six problems each time their baselines at full
+#   default: probes kb other. Give each long check its own call: kb's seven problems each time their baselines at full
 #   size (the former legit8 alone took over 9 minutes on an H100).
 set -u
 export PYTHONPATH=${PYTHONPATH:-/opt/site}:$PWD NO_COLOR=1 COLUMNS=160 PYTHONUNBUFFERED=1

@@ -124,80 +124,85 @@ def seed_profile() -> Profile:
     })})
 
 
-def main() -> int:
-    out_dir = Path(os.environ.get("OUT", "."))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="offline_check_"))
-    gpu = gpu_spec()
-    problem = load_problem("gap44")
-    mod = load_module(problem.path, None if CUDA else problem.cpu_sizes[0].overrides)
-    init = mod.get_init_inputs()
-    torch.manual_seed(0)
-    model = mod.Model(*init).to(DEVICE).eval()
-    torch.manual_seed(1)
-    x = mod.get_inputs()[0].to(DEVICE)
-    with torch.no_grad():
-        truth = copy.deepcopy(model).double()(x.double())
-        y = model.conv_transpose(x)  # the 537 MB tensor the GAP kernels reduce
-    if CUDA:
-        torch.cuda.synchronize()
-    peak_gbs = float(gpu.memory_bandwidth_gbs)
-    copy_gbs = copy_bandwidth_gbs()
-    limit_us = y.numel() * y.element_size() / (copy_gbs * 1e9) * 1e6
-    report: dict = {"gpu": torch.cuda.get_device_name() if CUDA else "cpu (smoke test)", "spec": gpu.key, "torch": torch.__version__,
-                    "triton": __import__("triton").__version__, "copy_gbs": copy_gbs, "peak_gbs": peak_gbs,
-                    "gap_bytes": y.numel() * y.element_size(), "read_once_limit_us": limit_us, "rows": []}
-    print(f"{report['gpu']} | torch {report['torch']} triton {report['triton']} | copy {copy_gbs:.0f} GB/s "
-          f"| read-once limit for {report['gap_bytes'] / 1e6:.0f} MB: {limit_us:.1f} µs", flush=True)
+class Run:
+    """One measuring session: gap44's Model, its input, the fp64 truth and the conv output the GAP kernels reduce;
+    every row (a model, or a GAP kernel alone) is measured against them."""
 
-    def rel_err(out: torch.Tensor) -> float:
-        return ((out.double() - truth).abs().max() / truth.abs().max()).item()
+    def __init__(self, work: Path):
+        self.work = work
+        self.gpu = gpu_spec()
+        self.problem = load_problem("gap44")
+        mod = load_module(self.problem.path, None if CUDA else self.problem.cpu_sizes[0].overrides)
+        self.init = mod.get_init_inputs()
+        torch.manual_seed(0)
+        self.model = mod.Model(*self.init).to(DEVICE).eval()
+        torch.manual_seed(1)
+        self.x = mod.get_inputs()[0].to(DEVICE)
+        with torch.no_grad():
+            self.truth = copy.deepcopy(self.model).double()(self.x.double())
+            self.y = self.model.conv_transpose(self.x)  # the 537 MB tensor the GAP kernels reduce
+        if CUDA:
+            torch.cuda.synchronize()
+        self.peak_gbs = float(self.gpu.memory_bandwidth_gbs)
+        copy_gbs = copy_bandwidth_gbs()
+        y = self.y
+        self.limit_us = y.numel() * y.element_size() / (copy_gbs * 1e9) * 1e6
+        self.report: dict = {"gpu": torch.cuda.get_device_name() if CUDA else "cpu (smoke test)", "spec": self.gpu.key,
+                             "torch": torch.__version__, "triton": __import__("triton").__version__,
+                             "copy_gbs": copy_gbs, "peak_gbs": self.peak_gbs, "gap_bytes": y.numel() * y.element_size(),
+                             "read_once_limit_us": self.limit_us, "rows": []}
+        self.rows: list[dict] = self.report["rows"]
+        print(f"{self.report['gpu']} | torch {self.report['torch']} triton {self.report['triton']} | copy "
+              f"{copy_gbs:.0f} GB/s | read-once limit for {self.report['gap_bytes'] / 1e6:.0f} MB: {self.limit_us:.1f} µs",
+              flush=True)
 
-    rows = report["rows"]
+    def rel_err(self, out: torch.Tensor) -> float:
+        return ((out.double() - self.truth).abs().max() / self.truth.abs().max()).item()
 
-    def add(label: str, fn, *, gap_fn=None, text: str = "") -> dict:
+    def add(self, label: str, fn, *, gap_fn=None, text: str = "") -> dict:
         row = {"label": label, "text": text}
         try:
             with torch.no_grad():
                 if fn is not None:
-                    row["error"] = rel_err(fn())
+                    row["error"] = self.rel_err(fn())
                     row["ms"], row["spread_pct"] = bench(fn)
                 if gap_fn is not None:
+                    truth = self.truth
                     gap_err = ((gap_fn().double().flatten() - truth.flatten()).abs().max() / truth.abs().max()).item()
                     us, spread = bench(gap_fn)
                     row.update(gap_us=us * 1e3, gap_spread_pct=spread, gap_error=gap_err,
-                               gap_gbs=report["gap_bytes"] / (us * 1e-3) / 1e9)
+                               gap_gbs=self.report["gap_bytes"] / (us * 1e-3) / 1e9)
         except Exception as e:  # a broken variant is a finding, not a crash
             row["failure"] = f"{type(e).__name__}: {e}"[:600]
             traceback.print_exc()
-        rows.append(row)
+        self.rows.append(row)
         return row
 
-    with torch.no_grad():
-        add("eager", lambda: model(x))
-        if CUDA:  # compiling for the CPU takes long and says nothing here
-            compiled = torch.compile(model)
-            add("torch.compile", lambda: compiled(x))
-
-    def build(path: Path):
+    def build(self, path: Path):
         cand = import_file(path)
         torch.manual_seed(0)
-        new = cand.ModelNew(*init).to(DEVICE).eval()
-        new.load_state_dict(model.state_dict())
+        new = cand.ModelNew(*self.init).to(DEVICE).eval()
+        new.load_state_dict(self.model.state_dict())
         return cand, new
 
-    seed_path = work / "seed.py"
-    seed_path.write_text(problem.start.read_text())
-    seed_mod, seed_new = build(seed_path)
-    add("seed", lambda: seed_new(x), gap_fn=lambda: seed_mod.fused_multiply_gap(y, model.multiplier))
-    with torch.no_grad():
-        add("torch.mean (GAP only)", None, gap_fn=lambda: y.mean(dim=(2, 3)) * model.multiplier)
+    def baselines(self) -> None:
+        """Eager, torch.compile (GPU only), the seed, and torch.mean as the GAP alone."""
+        model, x, y = self.model, self.x, self.y
+        with torch.no_grad():
+            self.add("eager", lambda: model(x))
+            if CUDA:  # compiling for the CPU takes long and says nothing here
+                compiled = torch.compile(model)
+                self.add("torch.compile", lambda: compiled(x))
+        seed_path = self.work / "seed.py"
+        seed_path.write_text(self.problem.start.read_text())
+        seed_mod, seed_new = self.build(seed_path)
+        self.add("seed", lambda: seed_new(x), gap_fn=lambda: seed_mod.fused_multiply_gap(y, model.multiplier))
+        with torch.no_grad():
+            self.add("torch.mean (GAP only)", None, gap_fn=lambda: y.mean(dim=(2, 3)) * model.multiplier)
 
-    proposer = OfflineProposer(problem, gpu)
-    plan = proposer.plan()
-    assert plan is not None, proposer._unsupported
-
-    def run_answers(tag: str, answers) -> list[dict]:
+    def answers(self, proposer: OfflineProposer, tag: str, answers) -> list[dict]:
+        """Each offline answer built and measured, as the proposer rendered it (its family and parameters)."""
+        model, x, y = self.model, self.x, self.y
         done = []
         for i, a in enumerate(answers, start=1):
             if time.perf_counter() - T0 > DEADLINE_S:
@@ -206,43 +211,50 @@ def main() -> int:
             code = extract_code(a.text)
             variant = proposer.variant_of(code)
             assert variant is not None, "an offline answer the proposer did not render"
-            path = work / f"{tag}_{i:02d}.py"
+            path = self.work / f"{tag}_{i:02d}.py"
             path.write_text(code)
             try:
-                cand, new = build(path)
+                cand, new = self.build(path)
             except Exception as e:
-                rows.append({"label": f"{tag}#{i}", "family": variant.family, "params": variant.params(),
-                             "text": a.text.splitlines()[0], "failure": f"{type(e).__name__}: {e}"[:600]})
+                self.rows.append({"label": f"{tag}#{i}", "family": variant.family, "params": variant.params(),
+                                  "text": a.text.splitlines()[0], "failure": f"{type(e).__name__}: {e}"[:600]})
                 continue
             gap = getattr(cand, "gap", None)
-            row = add(f"{tag}#{i}", lambda: new(x), text=a.text.splitlines()[0],
-                      gap_fn=(lambda: gap(y, model.multiplier)) if gap is not None else None)
+            row = self.add(f"{tag}#{i}", lambda: new(x), text=a.text.splitlines()[0],
+                           gap_fn=(lambda: gap(y, model.multiplier)) if gap is not None else None)
             row.update(family=variant.family, params=variant.params(), file=path.name)
             done.append(row)
         return done
 
-    def ask(stage: str, code: str, profile: Profile, k: int) -> list:
-        return proposer.propose(ProposalContext(prompt="", k=k, stage=stage, code=code, profile=profile)).answers
+    def search(self) -> None:
+        """The offline proposer's first 12 memory-fusion variants from the seed's H100 metrics, then 8 more and 3
+        algebraic ones around the best of the first, fed its measured figures as the loop would."""
+        problem = self.problem
+        proposer = OfflineProposer(problem, self.gpu)
+        plan = proposer.plan()
+        assert plan is not None, proposer._unsupported
 
-    first = run_answers("mf1", ask("memory-fusion", problem.start.read_text(), seed_profile(), 12))
-    ok = [r for r in first if "gap_us" in r and r.get("error", 1) < 1e-3]
-    if ok:
+        def ask(stage: str, code: str, profile: Profile, k: int) -> list:
+            return proposer.propose(ProposalContext(prompt="", k=k, stage=stage, code=code, profile=profile)).answers
+
+        first = self.answers(proposer, "mf1", ask("memory-fusion", problem.start.read_text(), seed_profile(), 12))
+        ok = [r for r in first if "gap_us" in r and r.get("error", 1) < 1e-3]
+        if not ok:
+            return
         best = min(ok, key=lambda r: r["gap_us"])
-        best_code = work / best["file"]
-        dram_pct = 100 * best["gap_gbs"] / peak_gbs
+        best_code = self.work / best["file"]
+        dram_pct = 100 * best["gap_gbs"] / self.peak_gbs
         name = "gap_row_kernel"  # the name does not steer the search; the figures do
         prof = Profile(gpu="H100", kernels={name: KernelProfile(name=name, metrics={
             "launch__grid_size": plan.rows, "sm__warps_active.avg.pct_of_peak_sustained_active": 75.0,
             "dram__throughput.avg.pct_of_peak_sustained_elapsed": dram_pct,
             "gpu__time_duration.sum": best["gap_us"] * 1e3})})
-        run_answers("mf2", ask("memory-fusion", best_code.read_text(), prof, 8))
-        run_answers("alg", ask("algebraic", best_code.read_text(), prof, 3))
+        self.answers(proposer, "mf2", ask("memory-fusion", best_code.read_text(), prof, 8))
+        self.answers(proposer, "alg", ask("algebraic", best_code.read_text(), prof, 3))
 
-    # ---------------------------------------------------------------- summary
-    eager = next((r for r in rows if r["label"] == "eager" and "ms" in r), None)
-    comp = next((r for r in rows if r["label"] == "torch.compile" and "ms" in r), None)
-    tol = max(1e-4, 4 * eager["error"]) if eager else 1e-3
-    report["tolerance"] = tol
+
+def print_rows(rows: list[dict], eager: dict | None, comp: dict | None, tol: float) -> None:
+    """The table, one row per measurement; marks each row correct against the tolerance and adds its speedups."""
     print(f"\n{'label':22s} {'variant':52s} {'ms':>8s} {'±%':>5s} {'x eager':>8s} {'x comp':>7s} {'rel err':>9s} "
           f"{'GAP µs':>8s} {'GB/s':>6s}")
     for r in rows:
@@ -263,32 +275,52 @@ def main() -> int:
         else:  # GAP kernel only
             model, flag = f"{'':8s} {'':5s} {'':8s} {'':7s} {r.get('gap_error', 0):9.2e}", ""
         print(f"{r['label']:22s} {variant:52s} {model} {gap}{flag}")
+
+
+def verdict_of(run: Run, out_dir: Path) -> dict:
+    """The best GAP kernel against the read-once limit and the seed, the best algebraic variant; both written out."""
+    rows = run.rows
     ours = [r for r in rows if r["label"].startswith("mf") and r.get("correct") and "gap_us" in r]
     seed = next((r for r in rows if r["label"] == "seed" and "gap_us" in r), None)
     alg = [r for r in rows if r["label"].startswith("alg") and r.get("correct")]
-    verdict = {}
+    verdict: dict = {}
     if ours:
         b = min(ours, key=lambda r: r["gap_us"])
         verdict = {
             "best_gap_label": b["label"], "best_gap_variant": f"{b['family']} {b['params']}",
             "best_gap_us": b["gap_us"], "best_gap_gbs": b["gap_gbs"],
-            "best_gap_pct_of_peak": 100 * b["gap_gbs"] / peak_gbs,
-            "best_gap_vs_read_once_limit": b["gap_us"] / limit_us,
-            "target_within_1p1x_of_limit": b["gap_us"] <= 1.1 * limit_us,
+            "best_gap_pct_of_peak": 100 * b["gap_gbs"] / run.peak_gbs,
+            "best_gap_vs_read_once_limit": b["gap_us"] / run.limit_us,
+            "target_within_1p1x_of_limit": b["gap_us"] <= 1.1 * run.limit_us,
             "seed_gap_us": seed["gap_us"] if seed else None,
             "gap_speedup_vs_seed": seed["gap_us"] / b["gap_us"] if seed else None,
             "best_model_ms": min(r["ms"] for r in ours),
         }
-        (out_dir / "best_gap_modelnew.py").write_text((work / b["file"]).read_text())
+        (out_dir / "best_gap_modelnew.py").write_text((run.work / b["file"]).read_text())
     if alg:
         a = min(alg, key=lambda r: r["ms"])
         verdict.update(algebraic_label=a["label"], algebraic_ms=a["ms"], algebraic_error=a["error"],
                        algebraic_speedup_vs_eager=a.get("speedup_vs_eager"),
                        algebraic_speedup_vs_compile=a.get("speedup_vs_compile"))
-        (out_dir / "best_algebraic_modelnew.py").write_text((work / a["file"]).read_text())
+        (out_dir / "best_algebraic_modelnew.py").write_text((run.work / a["file"]).read_text())
     verdict["incorrect"] = [r["label"] for r in rows if "error" in r and not r["correct"]]
     verdict["failed"] = [r["label"] for r in rows if "failure" in r]
-    report["verdict"] = verdict
+    return verdict
+
+
+def main() -> int:
+    out_dir = Path(os.environ.get("OUT", "."))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    run = Run(Path(tempfile.mkdtemp(prefix="offline_check_")))
+    run.baselines()
+    run.search()
+    rows, report = run.rows, run.report
+    eager = next((r for r in rows if r["label"] == "eager" and "ms" in r), None)
+    comp = next((r for r in rows if r["label"] == "torch.compile" and "ms" in r), None)
+    tol = max(1e-4, 4 * eager["error"]) if eager else 1e-3
+    report["tolerance"] = tol
+    print_rows(rows, eager, comp, tol)
+    report["verdict"] = verdict = verdict_of(run, out_dir)
     report["wall_s"] = time.perf_counter() - T0
     print("\n" + json.dumps(verdict, indent=1))
     (out_dir / "gpu_offline_check.json").write_text(json.dumps(report, indent=1))
