@@ -45,7 +45,7 @@ def record(stem: str, run_jsonl: str, recheck: str, best: str, show: str) -> dic
                  "stage": shown.get("stage"),
                  "judged": len(candidates), "correct": sum(c.get("verdict") == "correct" for c in candidates),
                  "best_iteration": shown.get("iteration"),
-                 "precision": os.environ.get("PRECISION") or "fp32"}  # what gpu_kernelbench_goal.sh ran with
+                 "precision": os.environ.get("PRECISION") or "fp32"}  # what kernelbench_goal.sh ran with
     if recheck and Path(recheck).exists():
         try:
             e = json.loads(Path(recheck).read_text())

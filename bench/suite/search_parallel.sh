@@ -2,7 +2,7 @@
 # (CUDA_VISIBLE_DEVICES=i: every ratio is between measurements on one GPU; no two runs share a GPU's timing).
 # Usage (GPU machine with N GPUs, repo root): bash bench/suite/search_parallel.sh [PROBLEM ...]  (default: every
 # built-in problem; problem i goes to GPU i mod N, those sharing a GPU run one after another)
-# Settings: those of gpu_search_check.sh (SEARCHES BUDGET SAMPLES STAGE PATIENCE RUN_MINUTES), and LIMIT_S (default
+# Settings: those of search.sh (SEARCHES BUDGET SAMPLES STAGE PATIENCE RUN_MINUTES), and LIMIT_S (default
 # 570: each GPU's list is stopped there, so a 10-minute call still returns its files). With 4 GPUs, BUDGET=12 and
 # RUN_MINUTES=2.5, the four built-in problems take about 3 x 3 minutes of wall time.
 set -u
