@@ -1,4 +1,4 @@
-"""The benchmark driver (bench/run_all.py, bench/bench_parts.py, bench/bench_summary.py): its pure helpers, its
+"""The benchmark driver (bench/suite: run_all.py, bench_parts.py, bench_summary.py): its pure helpers, its
 process handling, and one real run of a part in CPU smoke mode. The GPU run itself is the lead's (issue 10)."""
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-BENCH = REPO / "bench"
+BENCH = REPO / "bench" / "suite"
 sys.path.insert(0, str(BENCH))
 
 import bench_parts as P  # noqa: E402
 import bench_summary as S  # noqa: E402
+import bench_tables as MD  # noqa: E402
 import run_all  # noqa: E402
 from parts import accuracy, common, runs  # noqa: E402
 
@@ -152,7 +153,7 @@ def _combined() -> dict:
                         "bottleneck": "memory-bound: DRAM 91 %"}}
     launches = [{"name": "conv", "us": 1000.0, "dram_pct": 40.0, "grid": 100}]
     return {
-        "meta": {"started": "2026-01-01T00:00:00+00:00", "command": "python3 bench/run_all.py", "commit": "abc123"},
+        "meta": {"started": "2026-01-01T00:00:00+00:00", "command": "python3 bench/suite/run_all.py", "commit": "abc123"},
         "env": {"gpu": "NVIDIA H100 80GB HBM3", "torch": "2.11", "triton": "3.6", "ncu": "Version 2025.3.1", "python": "3.11"},
         "parts": {
             "limits": {"status": "ok", "wall_s": 9.0, "data": {"copy_gbs": 2967.8, "read_conv_out_once_us_at_copy_bw": 180.9,
@@ -174,7 +175,7 @@ def _combined() -> dict:
 
 
 def test_render_tables_has_every_section_and_judges_the_targets():
-    md = S.render_tables(_combined())
+    md = MD.render_tables(_combined())
     for heading in ("## 1. Limits", "## 2. Baselines", "## 3.", "## 4. Harness accuracy", "## 5. End to end", "## 6. Agent throughput"):
         assert heading in md
     assert "NVIDIA H100 80GB HBM3" in md and "2967.8 GB/s" in md and "180.9 µs" in md
@@ -189,14 +190,14 @@ def test_render_tables_has_every_section_and_judges_the_targets():
 
 
 def test_render_tables_survives_an_empty_run():
-    md = S.render_tables({"meta": {}, "parts": {}})
+    md = MD.render_tables({"meta": {}, "parts": {}})
     assert "## 6. Agent throughput" in md and "_limits: not run._" in md
 
 
 def test_md_table_escapes_nothing_it_should_not():
-    t = S.md_table(["a", "b"], [["1", None]])
+    t = MD.md_table(["a", "b"], [["1", None]])
     assert t.splitlines() == ["| a | b |", "|---|---|", "| 1 | — |"]
-    assert S.fmt("a|b") == "a\\|b" and S.fmt(None) == "—" and S.fmt(1.23456, ".2f", " ms") == "1.23 ms"
+    assert MD.fmt("a|b") == "a\\|b" and MD.fmt(None) == "—" and MD.fmt(1.23456, ".2f", " ms") == "1.23 ms"
 
 
 # ---------------------------------------------------------------- processes

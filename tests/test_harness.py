@@ -51,8 +51,11 @@ def suite() -> dict[str, EvalResult]:
 
 
 # The manifest's size, pinned: an answer dropped from it (or added without a verdict) is noticed here.
-MANIFEST_ANSWERS = 238
-NOT_IN_MANIFEST = {"correct.py"}  # the honest reference answer many tests share, judged by them
+MANIFEST_ANSWERS = 260
+NOT_IN_MANIFEST: set[str] = set()  # correct.py, the answer many tests share, is a case too (bench/checks judges it)
+# what a case may say: a misspelt key (a `gpu_mesage`) would be a check silently not made
+CASE_KEYS = {"file", "verdict", "threat", "rule", "message", "timeout_s", "problem", "stage", "time", "transform",
+             "gpu_verdict", "gpu_message"}
 
 
 def test_every_threat_has_a_candidate_file_and_a_valid_verdict():
@@ -60,8 +63,9 @@ def test_every_threat_has_a_candidate_file_and_a_valid_verdict():
     for name, case in MANIFEST.items():
         assert (CANDIDATES / case["file"]).is_file(), name
         Verdict(case["verdict"])
-        Verdict(case.get("gpu_verdict", case["verdict"]))  # bench/gpu_manifest_check.py's, where the GPU's differs
+        Verdict(case.get("gpu_verdict", case["verdict"]))  # bench/checks/manifest_verdicts.py: where a GPU differs
         assert case["verdict"] != "needs_gpu" or "gpu_verdict" in case, f"{name}: what does a GPU judge it?"
+        assert set(case) <= CASE_KEYS, f"{name}: {set(case) - CASE_KEYS}"
     answers = {p.name for p in CANDIDATES.iterdir() if p.is_file() and p.suffix in (".py", ".md", ".txt")}
     assert answers - {c["file"] for c in MANIFEST.values()} == NOT_IN_MANIFEST
 

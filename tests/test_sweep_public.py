@@ -1,4 +1,4 @@
-"""The public-answer sweep (bench/sweep_public.py, sweep_tables.py, sweep_review.py): reading a sweep folder, the
+"""The public-answer sweep (bench/suite/sweep_public.py, sweep_tables.py, sweep_review.py): reading a sweep folder, the
 sample, the rule tags of a verdict's message, the hand review's judgements, the static-only pass through the real
 policy, and the CLI path's per-answer limit and its one-line errors. The answers here are written for the test: the
 fetched public ones stay out of the repository."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "suite"))
 
 import sweep_public as S  # noqa: E402
 import sweep_review as R  # noqa: E402

@@ -17,10 +17,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "suite"))
 
 
-from gpu_clocks_check import _module  # noqa: E402  (one loader for every bench script)
+from clocks import _module  # noqa: E402  (one loader for every bench script)
 
 
 def latency(fn, x, flush, n: int = 300) -> dict:

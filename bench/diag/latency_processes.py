@@ -19,11 +19,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO / "bench" / "suite"))
 BLOCKS, REPS = 4, 100
 
 
-from gpu_clocks_check import _module  # noqa: E402  (one loader for every bench script)
+from clocks import _module  # noqa: E402  (one loader for every bench script)
 
 sys.path.insert(0, str(REPO / "bench" / "diag"))
 from latency_overhead import latency  # noqa: E402  (one timed call for both diagnoses)
