@@ -20,6 +20,9 @@ def analyze(d: DiagnosisInput) -> list[Finding]:
     if not ns:
         return []
     kernels_ms = sum(ns) / 1e6
+    profiled = sum(k.launches for k in d.profile.kernels.values())
+    if t.launches is not None and t.launches > profiled > 0:  # ncu profiled a sample of the forward's launches
+        kernels_ms *= t.launches / profiled
     outside = t.device_ms - kernels_ms
     if outside <= meta().bottleneck.outside_share * t.device_ms:
         return []
