@@ -230,6 +230,11 @@ class Templates:
                 self._live.pop(next(iter(self._live))).close()
             return template
 
+    def pids(self) -> list[int]:
+        """The live templates' process ids (figures, tests)."""
+        with self._lock:
+            return [t.proc.pid for t in self._live.values() if t.alive()]
+
     def close(self) -> None:
         """End every template (at exit; a test starting afresh): the next worker starts a new one."""
         with self._lock:
