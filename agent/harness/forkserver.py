@@ -57,19 +57,20 @@ def preload() -> None:
 
 def clean() -> str:
     """Why this process must not be forked from ('' if it may): a thread (it may hold a lock the child inherits
-    taken), or a CUDA driver loaded (a context does not survive fork; the child initialises its own)."""
+    taken; and something would be running), or CUDA initialised (a context does not survive fork: cuInit opens
+    /dev/nvidiactl; each worker initialises its own after the fork, as a cold worker does)."""
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
-        return f"{threads} threads after the imports"
-    with open("/proc/self/maps") as f:
-        if "libcuda.so" in f.read():
-            return "the CUDA driver was loaded by the imports"
+        return f"{threads} threads"
     for fd in os.listdir("/proc/self/fd"):
         try:
             if os.readlink(f"/proc/self/fd/{fd}").startswith("/dev/nvidia"):
-                return "a GPU device is open"
+                return "a GPU device is open (CUDA was initialised)"
         except OSError:
             pass
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return "torch initialised CUDA"
     return ""
 
 
