@@ -69,7 +69,7 @@ class WarmProc:
         return self.returncode
 
     def kill(self) -> None:
-        if self.returncode is None:
+        if self.returncode is None and self._pidfd >= 0:
             try:
                 signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
             except OSError:
@@ -84,7 +84,8 @@ class WarmProc:
             data += chunk
         self.returncode = struct.unpack("<i", data)[0] if len(data) == 4 else -signal.SIGKILL
         os.close(self._status)
-        os.close(self._pidfd)
+        pidfd, self._pidfd = self._pidfd, -1  # kill() from another thread must not signal a reused number
+        os.close(pidfd)
 
 
 class Template:
@@ -106,10 +107,13 @@ class Template:
                     start_new_session=True)
         finally:
             theirs.close()
-        reply = self._reply(START_S, "start")
-        if "ready" not in reply:
+        try:
+            reply = self._reply(START_S, "start")
+            if "ready" not in reply:
+                raise TemplateFailed(reply.get("error") or _tail(log_path))
+        except BaseException:
             self.close()
-            raise TemplateFailed(reply.get("error") or _tail(log_path))
+            raise
 
     def alive(self) -> bool:
         return self.proc.poll() is None
