@@ -106,9 +106,9 @@ def witness(hostile_workdir: Path) -> str:
             except OSError:
                 pass
         status = dict(line.split(":", 1) for line in pathlib.Path("/proc/self/status").read_text().splitlines())
-        cmdline = pathlib.Path("/proc/self/cmdline").read_bytes().decode().split("\\0")
+        cmdline = pathlib.Path("/proc/self/cmdline").read_bytes().decode().strip("\\0").split("\\0")
         pathlib.Path("witness.json").write_text(json.dumps({{
-            "seen": seen, "pids": pids, "uid": status["Uid"].split(), "cmdline": cmdline,
+            "seen": seen, "pids": pids, "uid": status["Uid"].split(), "cmdline": cmdline, "started_as": sys.orig_argv,
             "no_new_privs": status["NoNewPrivs"].strip(), "torch_before_main": "torch" in sys.modules}}))
         if seen:
             raise RuntimeError("left by an earlier candidate: " + ", ".join(seen))
@@ -173,7 +173,8 @@ def test_what_a_candidate_leaves_is_not_seen_by_the_next_worker_forked_from_the_
 @pytest.mark.slow
 def test_a_warm_worker_is_forked_behind_its_own_wall_with_torch_already_imported(fresh, tmp_path):
     seen = _leave_then_look(tmp_path)
-    assert "agent.harness.forkserver" in seen["cmdline"]  # forked from the template, never exec'd afresh
+    assert "agent.harness.forkserver" in seen["started_as"]  # forked from the template, never exec'd afresh
+    assert seen["cmdline"] == [sys.executable, "-m", "agent.harness.worker", str(tmp_path / "witness" / "job.json")]
     assert seen["torch_before_main"]
     assert seen["uid"] == ["65534"] * 4 and seen["no_new_privs"] == "1"
     assert len(seen["pids"]) <= 3  # its namespace's PID 1 (the reaper), itself, a passing child: nothing else
@@ -186,7 +187,7 @@ def test_warm_starts_can_be_turned_off(fresh, tmp_path, monkeypatch):
     sb, res = run(witness(tmp_path / "none"), tmp_path / "w")
     assert not sb.warm and res is not None and res.ok
     seen = json.loads((tmp_path / "w" / "witness.json").read_text())
-    assert "agent.harness.worker" in seen["cmdline"] and "agent.harness.forkserver" not in seen["cmdline"]
+    assert "agent.harness.worker" in seen["started_as"] and "agent.harness.forkserver" not in seen["started_as"]
     assert fresh.pids() == []
 
 
@@ -253,7 +254,7 @@ def test_the_user_namespace_wall_forks_warm_workers_too(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     said = json.loads(out.stdout.strip().splitlines()[-1])
     assert said["wall"] == "user-namespaces"
-    assert "agent.harness.forkserver" in said["seen"]["cmdline"] and said["seen"]["no_new_privs"] == "1"
+    assert "agent.harness.forkserver" in said["seen"]["started_as"] and said["seen"]["no_new_privs"] == "1"
 
 
 @pytest.mark.gpu

@@ -2,9 +2,11 @@
 candidate's worker from that state behind a wall of its own (docs/warm-workers.md; the parent's side is
 agent.harness.template).
 
-    python -m agent.harness.forkserver FD WALL
+    python -m agent.harness.forkserver FD WALL ROOM
 
-FD is a SOCK_SEQPACKET socket to the parent, the only way in; WALL the workers' wall (sandbox.probe's kind). The template never runs a job, a problem or a
+FD is a SOCK_SEQPACKET socket to the parent, the only way in; WALL the workers' wall (sandbox.probe's kind); ROOM
+blank space in the command line, where each worker writes its own (`ps` and /proc show a warm worker as
+`python -m agent.harness.worker JOB`, as a cold one). The template never runs a job, a problem or a
 candidate: it imports, then forks. Each request ({"spec", "env", "job", "userns"} with the worker's stdout, stderr
 and a status pipe's write end as SCM_RIGHTS) gets three processes, as the cold path's unshare + contain.py has:
 
@@ -228,12 +230,24 @@ def _become_reaper(args: list[str]) -> None:
         os._exit(code)
 
 
+def retitle(words: list[str]) -> None:
+    """Write `words` over this process's command line (/proc/PID/cmdline: the argument area arg_start..arg_end
+    of /proc/self/stat, the template's own arguments and ROOM), cut to fit, the rest zeroed."""
+    with open("/proc/self/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    start, end = int(fields[45]), int(fields[46])  # fields 48 and 49, counted from the state (field 3)
+    data = ("\0".join(words).encode() + b"\0")[:end - start - 1]
+    ctypes.memmove(start, data.ljust(end - start, b"\0"), end - start)
+
+
 def _worker(env: dict[str, str], job: str) -> int:
-    """W: the job's environment, argv and import path as `python -m agent.harness.worker JOB` has them."""
+    """W: the job's environment, argv, command line and import path as `python -m agent.harness.worker JOB` has
+    them."""
     import tempfile
 
     from agent.harness import worker
 
+    retitle([sys.executable, "-m", "agent.harness.worker", job])
     os.environ.clear()
     os.environ.update(env)
     tempfile.tempdir = None  # read again from TMPDIR
@@ -243,10 +257,11 @@ def _worker(env: dict[str, str], job: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print("usage: python -m agent.harness.forkserver FD WALL", file=sys.stderr)
+    if len(argv) != 3:
+        print("usage: python -m agent.harness.forkserver FD WALL ROOM", file=sys.stderr)
         return 2
     ctl = socket.socket(fileno=int(argv[0]))
+    retitle([sys.executable, "-m", "agent.harness.forkserver", *argv[:2]])
     try:
         harden(argv[1])
         preload()

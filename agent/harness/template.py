@@ -39,6 +39,7 @@ REPLY_S = 30.0
 _PER_JOB = ("HOME", "TMPDIR")  # set per worker: the template's are its own
 _MOST = 4  # templates at once (environments: CPU mode, a GPU, another PYTHONPATH)
 _WORKER = "agent.harness.worker"
+_ROOM = 4096  # bytes of command line a worker's own may take (forkserver.retitle): the job's path, whatever TMPDIR is
 
 
 class TemplateFailed(RuntimeError):
@@ -101,7 +102,7 @@ class Template:
         try:
             with open(log_path, "wb") as out:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "agent.harness.forkserver", str(theirs.fileno()), wall],
+                    [sys.executable, "-m", "agent.harness.forkserver", str(theirs.fileno()), wall, " " * _ROOM],
                     pass_fds=[theirs.fileno()], env={**env, "HOME": str(self.home), "TMPDIR": str(self.home)},
                     cwd=self.home, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                     start_new_session=True)
