@@ -212,9 +212,11 @@ def test_a_template_that_cannot_start_leaves_the_workers_cold(fresh, tmp_path, m
 
 
 @pytest.mark.slow
-def test_the_template_ends_with_the_process_that_started_it(tmp_path):
+@pytest.mark.parametrize("end", ["exit", "sigkill"])
+def test_the_template_ends_with_the_process_that_started_it(tmp_path, end):
+    """At exit it is closed; a SIGKILLed agent closes its socket, and the template ends with its workers."""
     script = textwrap.dedent(f'''
-        import sys
+        import sys, time
         sys.path.insert(0, {str(REPO)!r})
         from pathlib import Path
         from agent.harness import template
@@ -224,11 +226,17 @@ def test_the_template_ends_with_the_process_that_started_it(tmp_path):
         job = prepare_job(Path({str(tmp_path / "w")!r}), "evaluate", load_problem("gap44"), code={CORRECT!r},
                           device="cpu", seed=1)
         sb = run_worker(job.parent, job, "cpu", 180, None, [], None)
-        print(sb.warm, *template.templates.pids())
+        print(sb.warm, *template.templates.pids(), flush=True)
+        if {end!r} == "sigkill":
+            time.sleep(600)
     ''')
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
-    warm, pid = out.stdout.split()
-    assert warm == "True"
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    warm, pid = proc.stdout.readline().split()
+    assert warm == "True" and Path(f"/proc/{pid}").exists()
+    if end == "sigkill":
+        proc.kill()
+    proc.wait(timeout=300)
     deadline = time.monotonic() + 10
     while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
         time.sleep(0.1)

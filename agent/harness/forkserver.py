@@ -53,7 +53,8 @@ def preload() -> None:
     import triton.language.extra.libdevice  # noqa: F401
 
     from agent.harness import (  # noqa: F401
-        ablation, annotations, candidate, gpulock, inputs, interpret, memrecord, timing, trace, trusted, validate, worker,
+        ablation, annotations, candidate, gpulock, inputs, interpret, memrecord, timing, trace, trusted, validate,
+        worker,
     )
 
 
@@ -77,10 +78,10 @@ def clean() -> str:
 
 
 def harden(wall: str) -> None:
-    """The template's own view: as root (the "namespaces" wall), a mount namespace of its own that follows the parent's (slave: mounts made
-    later still arrive, nothing goes back) with every mount read-only, and no network; no_new_privs either way. It
-    keeps the parent's view of the files (each worker's workdir is made after the template starts), never its
-    secrets: its environment is the workers' own, cleaned. Under "user-namespaces" it stays in the parent's
+    """The template's own view: as root (the "namespaces" wall), a mount namespace of its own that follows the
+    parent's (slave: mounts made later still arrive, nothing goes back) with every mount read-only, and no network;
+    no_new_privs either way. It keeps the parent's view of the files (each worker's workdir is made after the
+    template starts), never its secrets: its environment is the workers' own, cleaned. Under "user-namespaces" it stays in the parent's
     namespaces: a read-only mount seen from a worker's nested user namespace is locked read-only, its workdir too."""
     if wall == "namespaces":
         _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET), "unshare the template's mount and network namespaces")
@@ -146,6 +147,11 @@ def _answer(ctl: socket.socket, sel: selectors.BaseSelector, children: dict[int,
             os.close(fd)
 
 
+def _die_with_parent() -> None:
+    _check(_libc.prctl(contain.PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0),
+           "set the parent-death signal")
+
+
 def _kill(pidfd: int) -> None:
     try:
         signal.pidfd_send_signal(pidfd, signal.SIGKILL)
@@ -156,7 +162,7 @@ def _kill(pidfd: int) -> None:
 def _intermediate(ctl: socket.socket, sel: selectors.BaseSelector, req: dict[str, Any], fds: list[int],
                   template: int) -> None:
     """I: dies with the template; nothing of the template's descriptors; new namespaces; G; then the reaper."""
-    _check(_libc.prctl(contain.PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0), "set the parent-death signal")
+    _die_with_parent()
     if os.getppid() != template:
         os._exit(contain.FAIL)
     os.setsid()
@@ -196,7 +202,7 @@ def _refused(e: BaseException, status: int | None = None) -> None:
 
 def _pid1(req: dict[str, Any]) -> None:
     """G: dies with I; /proc of its own; the wall; the worker W; then the reaper, as PID 1."""
-    _check(_libc.prctl(contain.PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL), 0, 0, 0), "set the parent-death signal")
+    _die_with_parent()
     os.close(3)  # the status is I's to write, never the candidate's
     try:
         contain.mount("proc", "/proc", "proc", contain.MS_NOSUID | contain.MS_NODEV | contain.MS_NOEXEC)

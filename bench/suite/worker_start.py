@@ -1,6 +1,7 @@
 """A worker's start, cold against warm (issue 36 item 1; docs/warm-workers.md): the seconds from the parent's request
 to the worker's `main` and to its `ready` mark (torch, Triton and the harness imported, the candidate next; the marks
-are CLOCK_MONOTONIC, one clock for every process), and the worker's whole wall time, for the same job (the test suite's honest gap44 answer, judged in evaluate mode) started N times each way.
+are CLOCK_MONOTONIC, one clock for every process), the worker's whole wall time and its CPU seconds, for the same
+job (the test suite's honest gap44 answer, judged in evaluate mode) started N times each way.
 
     python bench/suite/worker_start.py [--device cpu|cuda] [-n 5]
 
@@ -45,7 +46,8 @@ def one(device: str, warm: bool, root: Path, i: int) -> tuple[float, float, floa
     seconds: for the first warm one, the template's start too)."""
     os.environ[template.ENV] = "1" if warm else "0"
     workdir = root / f"{'warm' if warm else 'cold'}{i}"
-    job = prepare_job(workdir, "evaluate", load_problem("gap44"), code=CORRECT, device=device, seed=1)  # type: ignore[arg-type]
+    job = prepare_job(workdir, "evaluate", load_problem("gap44"), code=CORRECT, device=device,  # type: ignore[arg-type]
+                      seed=1)
     before = cpu_s(warm) if warm and template.templates.pids() else 0.0 if warm else cpu_s(False)
     asked = time.monotonic()
     sb = run_worker(workdir, job, device, 600, None, [], None)  # type: ignore[arg-type]
