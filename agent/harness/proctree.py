@@ -4,14 +4,29 @@ from __future__ import annotations
 
 import os
 import signal as _signal
-import subprocess
 import threading
 import time
 from collections.abc import Callable
+from typing import Any, Protocol
+
+
+class Proc(Protocol):
+    """A sandboxed command as the sandbox watches it: a subprocess.Popen, or a worker forked from a template
+    (agent.harness.template.WarmProc)."""
+
+    pid: int
+    returncode: Any
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def kill(self) -> None: ...
+
 
 # Sandboxed commands running in this process, so a signal that stops the agent takes them down first (they run in
 # their own sessions: a terminal's Ctrl-C never reaches them). Process-wide by nature, like subprocess's own table.
-_running: set[subprocess.Popen] = set()
+_running: set[Proc] = set()
 _running_lock = threading.Lock()
 _stopping = threading.Event()  # set by kill_running: a command started after it (a queued candidate) dies at once
 
@@ -45,14 +60,14 @@ def dies_with_parent() -> Callable[[], None] | None:
     return arm
 
 
-def started(proc: subprocess.Popen) -> None:
+def started(proc: Proc) -> None:
     with _running_lock:
         _running.add(proc)
     if _stopping.is_set():
         _kill_group(proc)
 
 
-def ended(proc: subprocess.Popen) -> None:
+def ended(proc: Proc) -> None:
     with _running_lock:
         _running.discard(proc)
 
@@ -67,7 +82,7 @@ def kill_running() -> int:
     return len(procs)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: Proc) -> None:
     for target in (lambda: os.killpg(proc.pid, _signal.SIGKILL), proc.kill):
         try:
             target()
@@ -75,7 +90,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
             pass
 
 
-def kill(proc: subprocess.Popen) -> None:
+def kill(proc: Proc) -> None:
     """SIGKILL everything the command started. unshare's forked child is PID 1 of the namespace and dies with
     unshare (--kill-child); the kernel then kills every process left in the namespace. The group and the tree are
     killed too, for the uncontained case."""

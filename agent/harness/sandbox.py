@@ -31,7 +31,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from agent.harness import proctree
+from agent.harness import proctree, template
 from agent.harness.lockwait import LockWatch
 from agent.harness.settings import settings
 
@@ -106,6 +106,7 @@ class SandboxResult(BaseModel):
     queued_s: float = 0.0  # of wall_s, queued behind other evaluations for the GPU's lock (not held against it)
     peak_rss_mb: float = 0.0
     isolation: str = "none"  # "namespaces" | "user-namespaces" | "none"
+    warm: bool = False  # forked from a template (agent.harness.template), not started afresh
 
     @property
     def ok(self) -> bool:
@@ -327,8 +328,12 @@ def probe() -> Isolation:
         iso = Isolation(kind=kind, unshare=_unshare_cmd(flags), uid=uid)
         with tempfile.TemporaryDirectory(prefix="agent-probe-") as d:
             work = Path(d)
-            if uid is not None:
-                os.chown(work, uid, uid)
+            try:
+                if uid is not None:
+                    os.chown(work, uid, uid)
+            except OSError as e:  # inside a user namespace of ours, uid 65534 is not mapped: no uid to drop to
+                why = str(e)
+                continue
             spec = contain_spec(work, iso, {"core": 0})
             cmd = [*iso.unshare, sys.executable, "-I", "-S", str(CONTAIN), json.dumps(spec), "--", "true"]
             try:
@@ -405,8 +410,11 @@ def run_sandboxed(
     start = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         try:
-            proc = subprocess.Popen(cmd, cwd=workdir, env=full_env, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    start_new_session=True, preexec_fn=proctree.dies_with_parent())
+            proc: proctree.Proc | None = template.templates.start(argv, spec, full_env, out.fileno(), err.fileno(), iso)
+            result.warm = proc is not None
+            if proc is None:
+                proc = subprocess.Popen(cmd, cwd=workdir, env=full_env, stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=err, start_new_session=True, preexec_fn=proctree.dies_with_parent())
         except OSError as e:
             result.returncode, result.stderr = 127, f"could not start {argv[0]}: {e}"
             return result

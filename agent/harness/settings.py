@@ -66,6 +66,7 @@ class SandboxSettings(_Section):
     output_limit_bytes: int
     tmpfs_mb: int
     max_processes: int
+    warm_workers: bool = True
 
 
 class CacheSettings(_Section):
