@@ -38,6 +38,10 @@ START_S = 300.0  # importing torch on a loaded machine (the first import after b
 REPLY_S = 30.0
 _PER_JOB = ("HOME", "TMPDIR")  # set per worker: the template's are its own
 _MOST = 4  # templates at once (environments: CPU mode, a GPU, another PYTHONPATH)
+# A fork copies only the forking thread: a template must hold no other (forkserver refuses to fork with more). The
+# BLAS and OpenMP pools start one thread per core at import (16 on the GPU machine, where CUDA mode's environment
+# does not pin them as CPU mode's does): pinned to one here, unless the environment says otherwise.
+_ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 _WORKER = "agent.harness.worker"
 _ROOM = 4096  # bytes of command line a worker's own may take (forkserver.retitle): the job's path, whatever TMPDIR is
 
@@ -103,7 +107,8 @@ class Template:
             with open(log_path, "wb") as out:
                 self.proc = subprocess.Popen(
                     [sys.executable, "-m", "agent.harness.forkserver", str(theirs.fileno()), wall, " " * _ROOM],
-                    pass_fds=[theirs.fileno()], env={**env, "HOME": str(self.home), "TMPDIR": str(self.home)},
+                    pass_fds=[theirs.fileno()], env={**_ONE_THREAD, **env, "HOME": str(self.home),
+                                                     "TMPDIR": str(self.home)},
                     cwd=self.home, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                     start_new_session=True)
         finally:
