@@ -204,6 +204,25 @@ def test_a_template_that_died_is_started_again(fresh, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_template_starts_single_threaded_where_the_workers_environment_leaves_the_thread_pools_free(
+        fresh, tmp_path, monkeypatch):
+    """CUDA mode's environment does not pin OpenMP and BLAS as CPU mode's does: numpy and torch then start a thread
+    per core at import (16 on the H200), and a template with threads is refused, so every worker started cold there.
+    Reproduced here with CPU mode's pin removed (2 threads at import on 2 cores)."""
+    from agent.harness import job, runner
+
+    def unpinned(device):
+        env = job.worker_env(device)
+        env.pop("OMP_NUM_THREADS", None)
+        return env
+
+    monkeypatch.setattr(runner, "worker_env", unpinned)
+    sb, res = run(CORRECT, tmp_path / "a")
+    assert sb.warm and res is not None and res.ok
+    assert len(fresh.pids()) == 1
+
+
+@pytest.mark.slow
 def test_a_template_that_cannot_start_leaves_the_workers_cold(fresh, tmp_path, monkeypatch):
     monkeypatch.setattr(template, "START_S", 0.01)  # no template imports torch that fast
     sb, res = run(CORRECT, tmp_path / "a")
