@@ -21,7 +21,8 @@ from pathlib import Path
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ground: types and small helpers", ("agent", "agent.schema", "agent.errors", "agent.plural", "agent.printable",
                                          "agent.redact", "agent.datafiles", "agent.versions", "agent.protocols",
-                                         "agent.diagnosis.model", "agent.store.records")),
+                                         "agent.runconfig", "agent.memory_entry", "agent.diagnosis.model",
+                                         "agent.store.records")),
     ("data: catalogs, problems, reports", ("agent.catalog", "agent.stages", "agent.problems", "agent.ncu",
                                            "agent.diagnosis", "agent.hostbound", "agent.crosscheck")),
     ("judge: the harness", ("agent.harness",)),
