@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import Field
 
-from agent.diagnosis.model import Finding
+from agent.finding import Finding
 from agent.memory_entry import MemoryEntry
 from agent.runconfig import RunConfig
 from agent.schema import (Answer, Candidate, EvalResult, GPUSpec, Group, Model, OnResult, ProblemSpec, Profile, Stage,

@@ -17,11 +17,11 @@ from collections import defaultdict
 from pathlib import Path
 
 # Bottom first. A module belongs to the first entry that is it or a package above it; an import from a lower layer
-# into a higher one is an upward arrow. A module of types only (diagnosis.model, store.records) is ground. Same-layer arrows are free (circles are reported on their own).
+# into a higher one is an upward arrow. A module of types only (finding, store.records) is ground. Same-layer arrows are free (circles are reported on their own).
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ground: types and small helpers", ("agent", "agent.schema", "agent.errors", "agent.plural", "agent.printable",
                                          "agent.redact", "agent.datafiles", "agent.versions", "agent.protocols",
-                                         "agent.runconfig", "agent.memory_entry", "agent.diagnosis.model",
+                                         "agent.runconfig", "agent.memory_entry", "agent.finding",
                                          "agent.store.records")),
     ("data: catalogs, problems, reports", ("agent.catalog", "agent.stages", "agent.problems", "agent.ncu",
                                            "agent.diagnosis", "agent.hostbound", "agent.crosscheck")),
