@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from agent.errors import UserError
 from agent.llm.pricing import Price
-from agent.schema import Precision
+from agent.runconfig import Flag, RunConfig, run_flags
 
 ENV_PREFIX = "AGENT_"
 
@@ -28,32 +28,23 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class RunDefaults(_Section):
-    """Defaults for `agent run`'s flags (same names, dashes as underscores); unset: the built-in default."""
+def run_defaults_model(model: type[RunConfig] | None = None) -> type[_Section]:
+    """The [run] section: every flag of agent.runconfig.RunConfig (or `model`, one with more fields) by its flag's
+    name, unset by default, held to the field's own constraints (a switch written on/off)."""
+    fields: dict[str, Any] = {}
+    for f in run_flags(model):
+        kind: Any = Literal["on", "off"] if f.flag.switch else f.info.annotation
+        constraints = [m for m in f.info.metadata if not isinstance(m, Flag)]
+        fields[f.name] = (Optional[Annotated[kind, *constraints]] if constraints else Optional[kind], None)
+    return create_model("RunDefaults", __base__=_Section, __doc__="Defaults for `agent run`'s flags (same names, "
+                        "dashes as underscores); unset: the built-in default.", **fields)
 
-    stage: str | None = None
-    problem: str | None = None
-    gpu: str | None = None
-    iterations: int | None = Field(default=None, ge=0)
-    samples: int | None = Field(default=None, ge=1, le=256)
-    llm: str | None = None
-    model: str | None = None
-    llm_timeout: float | None = Field(default=None, gt=0, description="seconds per model call")
-    llm_retries: int | None = Field(default=None, ge=0)
-    patience: int | None = Field(default=None, ge=1)
-    budget_usd: float | None = Field(default=None, gt=0)
-    timeout: float | None = Field(default=None, gt=0, description="per-candidate limit, seconds")
-    objective: Literal["latency", "device", "energy"] | None = None
-    precision: Precision | None = None
-    device: Literal["cuda", "cpu"] | None = None
-    seed: int | None = None
-    diagnosis: Literal["on", "off"] | None = None
-    start: Literal["problem", "inductor", "both"] | None = None
-    search: Literal["greedy", "beam", "tree"] | None = None
-    beam: int | None = Field(default=None, ge=1, le=64)
-    memory: Literal["on", "off"] | None = None
-    max_candidates: int | None = Field(default=None, ge=1)
-    max_minutes: float | None = Field(default=None, gt=0)
+
+if TYPE_CHECKING:
+    class RunDefaults(_Section):
+        def __getattr__(self, name: str) -> Any: ...
+else:
+    RunDefaults = run_defaults_model()
 
 
 class StoreSettings(_Section):

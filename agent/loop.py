@@ -1,48 +1,30 @@
 """The optimization loop: render → propose → evaluate → profile → record, one iteration at a time.
 
-It receives its parts (built by agent.wiring) and reads top to bottom; every decision it takes
-(which stage, whether a candidate is the new best, why it stopped) is recorded in the store.
+It receives its task and parts (built by agent.wiring) and reads top to bottom; the stage of each round is its task's
+policy's (agent.ladder); every decision it takes (which stage, whether a candidate is the new best, why it stopped) is
+recorded in the store.
 """
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.crosscheck import timing_doubt
 from agent.diagnosis import for_prompt
 from agent.errors import UserError
-from agent.ladder import FLOOR, choose_stage
-from agent.plural import count
-from agent.problems import starting_code
-from agent.prompts import PromptInput, render
-from agent.protocols import Parts, Progress, ProposalContext, RunStore
-from agent.store.records import IterationRecord
-from agent.rounds import as_finished
-from agent.search import Limits, SearchState
 from agent.memory import idea_of, lines, short_id
-from agent.schema import (
-    Answer,
-    Candidate,
-    EvalResult,
-    Feedback,
-    GPUSpec,
-    Group,
-    Objective,
-    Precision,
-    ProblemSpec,
-    Profile,
-    RunConfig,
-    Stage,
-    Timing,
-    Usage,
-    Verdict,
-)
+from agent.plural import count
+from agent.prompts import iteration_prompt
+from agent.protocols import Parts, Progress, ProposalContext, RunStore, RunTask, Step
+from agent.rounds import as_finished
+from agent.runconfig import RunConfig
+from agent.schema import (Answer, Candidate, EvalResult, GPUSpec, Group, Objective, ProblemSpec, Profile, Stage,
+                          Timing, Usage, Verdict)
+from agent.search import Limits, SearchState
 from agent.stages import get_stage
-
-log = logging.getLogger(__name__)
+from agent.store.records import IterationRecord
 
 # A new best must beat the old one by more than the two timings' mean spread ((p80 - p20) / median), and
 # never by less than this floor: on an H100 repeated harness timings of one kernel agree within 0.2-0.4 %,
@@ -59,6 +41,7 @@ class Best(BaseModel):
     profile: Profile | None = None
     timing: Timing | None = Field(default=None, description="both clocks, for the prompt and --stage auto")
     objective: Objective = "latency"
+    found_in: str | None = Field(default=None, description="the stage whose round found it (None: a starting kernel)")
 
 
 class Outcome(BaseModel):
@@ -71,107 +54,135 @@ class Outcome(BaseModel):
     usage: Usage
 
 
-def run(config: RunConfig, run_id: str, *, problem: ProblemSpec, gpu: GPUSpec, parts: Parts, store: RunStore,
-        progress: Progress) -> Outcome:
-    """Run (or resume) `run_id` until iterations, budgets, patience or the stage ladder run out."""
-    ctx = _Ctx(run_id=run_id, config=config, problem=problem, gpu=gpu, parts=parts, store=store, progress=progress)
-    state = store.resume_state(run_id)
-    best = best_from_store(store, state.best, config.objective)
-    usage = state.usage
-    stage_name, reason = state.stage or _first_stage(config), "resumed" if state.stage else "requested"
-    # A resumed run's next prompt carries the same feedback and memory it would have had without the interruption.
-    last_results = round_results(store, run_id, state.last_iteration) if state.last_iteration >= 1 else []
-    stale = 0
-    records = {it.iteration: it for it in store.iterations(run_id)}
-    visited = {it.stage for it in records.values()}
-    search = SearchState.of(store.candidates(run_id), config.search, config.objective, config.beam)
-    limits = Limits.of(config, judged=sum(search.visits.values()))
-    stop, error, hint = f"completed {count(config.iterations, 'iteration')}", None, None
-
-    if state.last_iteration < 0:  # iteration 0: the starting answers; the fastest correct one is the first best
-        starts = parts.starter.answers(problem, progress)
-        if starts:
-            stage = get_stage(stage_name)
-            why = "starting kernel" + ("s" if len(starts) > 1 else "")
-            progress.start_iteration(0, stage.name, why)
-            store.record_iteration(run_id, 0, stage.name, "", why, None)
-            group = Group(parent=None, stage=stage.name, k=len(starts))
-            _, best, judged = _judge(ctx, 0, [(group, None, a) for a in starts], best, stage)
-            refused = [a for a, c in zip(starts, judged) if c.result.verdict == Verdict.RULE_VIOLATION]
-            if best is None and refused and config.stage == "auto" and stage.name != FLOOR:
-                # A start is where the run begins, not an answer to the first stage: torch.compile's kernels may keep
-                # an intermediate in memory that memory-fusion refuses, and the ladder's floor admits them as a start.
-                floor = get_stage(FLOOR)
-                progress.message(f"no starting kernel meets {stage.name}'s rules: judged again at {floor.name}, "
-                                 "the ladder's floor")
-                again = Group(parent=None, stage=floor.name, k=len(refused))
-                _, best, more = _judge(ctx, 0, [(again, None, a) for a in refused], best, floor, offset=len(starts))
-                judged = judged + more
-            for candidate in judged:
-                search.add(candidate)
-        state.last_iteration = 0
-    done = state.last_iteration
-
-    for iteration in range(state.last_iteration + 1, config.iterations + 1):
-        k = limits.samples(config.samples)
-        if (spent := limits.spent(k)) is not None:
+def run(task: RunTask, parts: Parts, store: RunStore, progress: Progress) -> Outcome:
+    """Run (or resume) `task` until iterations, budgets, the proposer or the stage policy stop it."""
+    ctx = _Ctx(task, task.run_id, task.config, task.problem, task.gpu, parts, store, progress)
+    s = _State.of(ctx)
+    if s.done < 0:
+        _judge_starts(ctx, s)
+    stop, error, hint = f"completed {count(task.config.iterations, 'iteration')}", None, None
+    for iteration in range(s.done + 1, task.config.iterations + 1):
+        k = s.limits.samples(task.config.samples)
+        if (spent := s.limits.spent(k)) is not None:
             stop = spent
             break
-        redo = _redo(records.get(iteration), k) if iteration == state.pending_iteration else None
-        if redo is not None:  # an interrupted round is asked again from the same parents, with the same prompts
-            stage_name = records[iteration].stage
-        elif config.stage == "auto":
-            chosen, reason = choose_stage(stage_name, visited, best, stale, config.patience, config.objective)
-            if chosen is None:
-                stop = reason
-                break
-            if chosen != stage_name:
-                stale = 0
-            stage_name = chosen
-        stage = get_stage(stage_name)
-        visited.add(stage.name)
-        groups = redo or _plan(ctx, search, best, stage, k, iteration, last_results)
-        progress.start_iteration(iteration, stage.name, reason)
-        if config.search != "greedy":
-            progress.message("parents: " + ", ".join(f"{short_id(g.parent, run_id) if g.parent else 'none'} ×{g.k}"
-                                                     + ("" if g.stage == stage.name else f" ({g.stage})")
-                                                     for g in groups))
-        store.record_iteration(run_id, iteration, stage.name, groups[0].prompt, reason, best.candidate if best else None,
-                               groups)
-        if config.stage != "auto":  # "resumed" says why the first iteration after a resume runs, not the later ones
-            reason = "requested"
-
-        proposed = _propose(ctx, groups, search, last_results)
+        redo = _redo(s.records.get(iteration), k) if iteration == s.pending else None
+        step = Step(s.records[iteration].stage) if redo else task.policy.next(s.stage, s.visited, s.best, s.stale)
+        if step.stage is None:
+            stop = step.reason or "stopped"
+            break
+        stage = _enter(ctx, s, step, iteration, redo, k)
+        proposed = _propose(ctx, s.groups, s.search, s.last_results)
         if proposed.error is not None:  # bad key, server gone: stop cleanly, keep what we have, and say it failed
             stop, error, hint = proposed.error.message, proposed.error.message, proposed.error.hint
         elif proposed.stop:  # budget spent, replay exhausted: a normal end, after judging what came
             stop = proposed.stop
         if not proposed.answers and (error or proposed.stop):
             break
-        usage = sum((a.usage for _, _, a in proposed.answers), usage)
-        progress.usage(usage)
-
-        last_results, new, judged = _judge(ctx, iteration, proposed.answers, best, stage)
-        for c in judged:
-            search.add(c)
-        limits.judged += len(judged)
-        stale = 0 if new is not best else stale + 1
-        best = new
-        done = iteration
+        s.usage = sum((a.usage for _, _, a in proposed.answers), s.usage)
+        progress.usage(s.usage)
+        _judge_round(ctx, s, iteration, proposed, stage)
         if proposed.stop or error:  # the proposer gave what it could and stops after this round
             break
-        if config.stage != "auto" and stale >= config.patience:
-            stop = f"no improvement in {count(stale, 'iteration')} (patience {config.patience})"
+        if (why := task.policy.stop_after(s.stale)) is not None:
+            stop = why
             break
+    store.finish_run(task.run_id, "failed" if error else "finished")
+    return Outcome(run_id=task.run_id, best=s.best, stop_reason=stop, error=error, hint=hint, iterations=s.done,
+                   usage=s.usage)
 
-    store.finish_run(run_id, "failed" if error else "finished")
-    return Outcome(run_id=run_id, best=best, stop_reason=stop, error=error, hint=hint, iterations=done, usage=usage)
+
+@dataclass
+class _State:
+    """Where a run stands, as the store records it at the start and the rounds move it on."""
+
+    best: Best | None
+    usage: Usage
+    stage: str  # the stage of the last round
+    opening: str  # the reason a round gives when its policy has none: "resumed" once after a resume, then "requested"
+    done: int  # the last iteration finished (-1: not even the starting kernels)
+    pending: int | None  # an interrupted iteration, asked again with its recorded groups
+    records: dict[int, IterationRecord]
+    visited: set[str]
+    search: SearchState
+    limits: Limits
+    last_results: list[EvalResult]  # the last round's results: the next prompt's feedback
+    stale: int = 0  # rounds since the last new best
+    groups: list[Group] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, ctx: _Ctx) -> _State:
+        state = ctx.store.resume_state(ctx.run_id)
+        records = {it.iteration: it for it in ctx.store.iterations(ctx.run_id)}
+        search = SearchState.of(ctx.store.candidates(ctx.run_id), ctx.config.search, ctx.objective, ctx.config.beam)
+        # A resumed run's next prompt carries the same feedback and memory it would have had without the interruption.
+        last = round_results(ctx.store, ctx.run_id, state.last_iteration) if state.last_iteration >= 1 else []
+        return cls(best=best_from_store(ctx.store, state.best, ctx.objective), usage=state.usage,
+                   stage=state.stage or ctx.task.policy.first, opening="resumed" if state.stage else "requested",
+                   done=state.last_iteration, pending=state.pending_iteration, records=records,
+                   visited={it.stage for it in records.values()}, search=search,
+                   limits=Limits.of(ctx.config, judged=sum(search.visits.values())), last_results=last)
+
+
+def _judge_starts(ctx: _Ctx, s: _State) -> None:
+    """Iteration 0: the starting answers; the fastest correct one is the first best. A start is where the run begins,
+    not an answer to the first stage: one its rules refuse (torch.compile's kernels may keep an intermediate in memory
+    that memory-fusion refuses) is judged again at the policy's floor, if it has one."""
+    starts = ctx.parts.starter.answers(ctx.problem, ctx.progress)
+    if starts:
+        stage = get_stage(s.stage)
+        why = "starting kernel" + ("s" if len(starts) > 1 else "")
+        ctx.progress.start_iteration(0, stage.name, why)
+        ctx.store.record_iteration(ctx.run_id, 0, stage.name, "", why, None)
+        group = Group(parent=None, stage=stage.name, k=len(starts))
+        _, s.best, judged = _judge(ctx, 0, [(group, None, a) for a in starts], s.best, stage)
+        refused = [a for a, c in zip(starts, judged) if c.result.verdict == Verdict.RULE_VIOLATION]
+        floor = ctx.task.policy.floor
+        if s.best is None and refused and floor is not None and stage.name != floor:
+            ctx.progress.message(f"no starting kernel meets {stage.name}'s rules: judged again at {floor}, "
+                                 "the ladder's floor")
+            again = Group(parent=None, stage=floor, k=len(refused))
+            _, s.best, more = _judge(ctx, 0, [(again, None, a) for a in refused], s.best, get_stage(floor),
+                                     offset=len(starts))
+            judged = judged + more
+        for candidate in judged:
+            s.search.add(candidate)
+    s.done = 0
+
+
+def _enter(ctx: _Ctx, s: _State, step: Step, iteration: int, redo: list[Group] | None, k: int) -> Stage:
+    """Begin an iteration at `step`'s stage: its groups (an interrupted round's again, else planned), shown and
+    recorded before anything is proposed."""
+    if step.stage != s.stage:
+        s.stale = 0
+    stage = get_stage(step.stage or s.stage)
+    s.stage, reason, s.opening = stage.name, step.reason or s.opening, "requested"
+    s.visited.add(stage.name)
+    s.groups = redo or _plan(ctx, s.search, s.best, stage, k, iteration, s.last_results)
+    ctx.progress.start_iteration(iteration, stage.name, reason)
+    if ctx.config.search != "greedy":
+        ctx.progress.message("parents: " + ", ".join(
+            f"{short_id(g.parent, ctx.run_id) if g.parent else 'none'} ×{g.k}"
+            + ("" if g.stage == stage.name else f" ({g.stage})") for g in s.groups))
+    ctx.store.record_iteration(ctx.run_id, iteration, stage.name, s.groups[0].prompt, reason,
+                               s.best.candidate if s.best else None, s.groups)
+    return stage
+
+
+def _judge_round(ctx: _Ctx, s: _State, iteration: int, proposed: _Proposed, stage: Stage) -> None:
+    s.last_results, new, judged = _judge(ctx, iteration, proposed.answers, s.best, stage)
+    for c in judged:
+        s.search.add(c)
+    s.limits.judged += len(judged)
+    s.stale = 0 if new is not s.best else s.stale + 1
+    s.best, s.done = new, iteration
 
 
 @dataclass(frozen=True)
 class _Ctx:
     """What every step of one run shares."""
 
+    task: RunTask
     run_id: str
     config: RunConfig
     problem: ProblemSpec
@@ -197,7 +208,7 @@ def _plan(ctx: _Ctx, search: SearchState, best: Best | None, stage: Stage, k: in
     chosen (its prompt then has metrics and findings); one whose timing ncu contradicts is dropped and the round
     planned again."""
     while True:
-        groups = search.plan(k, best.candidate if best else None, stage.name, ctx.config.stage == "auto")
+        groups = search.plan(k, best.candidate if best else None, stage.name, ctx.task.policy.own_stages)
         if ctx.config.search == "greedy" or all(_profiled(ctx, search, g.parent) for g in groups if g.parent):
             break
     memory = lines(search.remembered(before=iteration), ctx.run_id) if ctx.config.memory else []
@@ -297,10 +308,6 @@ def _judge(ctx: _Ctx, iteration: int, answers: list[tuple[Group, Best | None, An
 # ---------------------------------------------------------------- decisions
 
 
-def _first_stage(config: RunConfig) -> str:
-    return "memory-fusion" if config.stage == "auto" else config.stage
-
-
 def _faster(result: EvalResult, best: Best | None, objective: Objective) -> bool:
     """Correct, timed, and faster than the best on the run's clock by more than both spreads (and MIN_GAIN)."""
     if result.verdict != Verdict.CORRECT or result.timing is None:
@@ -351,32 +358,7 @@ def _best_of_round(ctx: _Ctx, cands: list[Candidate], best: Best | None) -> tupl
     progress.new_best(cand)
     ms, spread = timing.clock(ctx.objective)
     return Best(candidate=cand.id, code=cand.code or "", ms=ms, spread_pct=spread, profile=profile, timing=timing,
-                objective=ctx.objective), rejected
-
-
-def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Best | None,
-                     last_results: list[EvalResult], diagnosis: bool = False, memory: list[str] | None = None,
-                     precision: Precision = "fp32") -> str:
-    """The prompt of one group of an iteration: its parent's code (`best`: the current best under greedy), metrics and
-    (with `diagnosis`) findings, the last round's failures, and (`memory`, agent.memory.lines) what the run tried."""
-    return render(PromptInput(
-        stage=stage, gpu=gpu, code=best.code if best else (starting_code(problem) or ""),
-        metrics=best.profile.table() if best and best.profile else {},
-        feedback=_feedback(last_results), reference=problem.path.read_text(),
-        timing=best.timing if best else None, objective=best.objective if best else "latency",
-        diagnosis=for_prompt(best.profile, best.timing) if diagnosis and best else [],
-        memory=memory or [], precision=precision,
-    ))
-
-
-def _feedback(results: list[EvalResult]) -> list[Feedback]:
-    """Last iteration's failures, compactly: the harness's message is what a model needs to fix it (needs_gpu is no
-    failure: CPU mode could not judge the answer, there is nothing in it to fix)."""
-    return [
-        Feedback(candidate=f"#{i}", verdict=r.verdict, message=r.message.strip().splitlines()[0][:300] if r.message else "")
-        for i, r in enumerate(results, start=1)
-        if r.verdict.failed
-    ][:6]
+                objective=ctx.objective, found_in=cand.stage if cand.iteration > 0 else None), rejected
 
 
 def round_results(store: RunStore, run_id: str, iteration: int) -> list[EvalResult]:
@@ -395,4 +377,4 @@ def best_from_store(store: RunStore, candidate_id: str | None, objective: Object
         return None
     ms, spread = c.result.timing.clock(objective)
     return Best(candidate=c.id, code=c.code or "", ms=ms, spread_pct=spread, profile=c.profile,
-                timing=c.result.timing, objective=objective)
+                timing=c.result.timing, objective=objective, found_in=c.stage if c.iteration > 0 else None)

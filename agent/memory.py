@@ -12,55 +12,14 @@ from __future__ import annotations
 
 import re
 
-from pydantic import Field
+from agent.memory_entry import MemoryEntry, clip, short_id
+from agent.schema import Answer
 
-from agent.schema import Answer, Candidate, Model, Objective, Verdict
+__all__ = ["IDEA_CHARS", "PROMPT_ENTRIES", "MemoryEntry", "idea_of", "lines", "short_id"]
 
 # The [MEMORY] block shows this many entries, newest last: a round or three of ideas without drowning the prompt.
 PROMPT_ENTRIES = 12
 IDEA_CHARS = 120  # an idea's length at most; a derived one is cut at a word
-MESSAGE_CHARS = 100  # a failure's first line at most
-
-
-class MemoryEntry(Model):
-    """One candidate of the run, as the memory keeps it."""
-
-    candidate: str
-    iteration: int
-    parent: str | None = None
-    stage: str
-    idea: str
-    verdict: Verdict
-    ms: float | None = Field(default=None, description="on the run's objective clock (correct candidates)")
-    parent_ms: float | None = Field(default=None, description="its parent's time on the same clock")
-    message: str = Field(default="", description="a failure's first line")
-    finding: str | None = None
-
-    @classmethod
-    def of(cls, c: Candidate, objective: Objective, parent_ms: float | None) -> MemoryEntry:
-        t = c.result.timing if c.result.verdict == Verdict.CORRECT else None
-        first = (c.result.message or "").strip().splitlines()
-        return cls(candidate=c.id, iteration=c.iteration, parent=c.parent, stage=c.stage, idea=c.idea or "?",
-                   verdict=c.result.verdict, ms=t.clock(objective)[0] if t else None, parent_ms=parent_ms,
-                   message=_clip(first[0], MESSAGE_CHARS) if first and c.result.verdict != Verdict.CORRECT else "",
-                   finding=c.finding)
-
-    def line(self, run_id: str) -> str:
-        """`i2-c1 from i1-c2 (memory-fusion), for small-grid: "idea" → correct, 0.512 ms, 1.31x faster than its
-        parent`: ids without the run's prefix."""
-        parent = f" from {short_id(self.parent, run_id)}" if self.parent else ""
-        aim = f", for {self.finding}" if self.finding else ""
-        head = f'{short_id(self.candidate, run_id)}{parent} ({self.stage}){aim}: "{self.idea}" → {self.verdict}'
-        if self.verdict != Verdict.CORRECT:
-            return f"{head}: {self.message}" if self.message else head
-        if self.ms is None:
-            return head
-        out = f"{head}, {self.ms:.4g} ms"
-        if self.parent_ms:
-            ratio = self.parent_ms / self.ms
-            out += (f", {ratio:.2f}x faster than its parent" if ratio >= 1
-                    else f", {1 / ratio:.2f}x slower than its parent")
-        return out
 
 
 def lines(entries: list[MemoryEntry], run_id: str, limit: int = PROMPT_ENTRIES) -> list[str]:
@@ -69,11 +28,6 @@ def lines(entries: list[MemoryEntry], run_id: str, limit: int = PROMPT_ENTRIES) 
     left = len(entries) - len(shown)
     return ([f"({left} earlier attempt{'s' if left != 1 else ''} not shown)"] if left else []) + \
         [e.line(run_id) for e in shown]
-
-
-def short_id(candidate: str, run_id: str) -> str:
-    """'RUN-i3-c1' -> 'i3-c1' (the run is the prompt's own)."""
-    return candidate[len(run_id) + 1:] if candidate.startswith(run_id + "-") else candidate
 
 
 # ---------------------------------------------------------------- an answer's idea
@@ -89,14 +43,14 @@ def idea_of(answer: Answer | None, code: str | None) -> str:
     gave them; else the answer's first markdown heading or first sentence before its code; then its kernels and the
     constants it launches them with (from the evaluated code)."""
     if answer is not None and answer.idea:
-        return _clip(answer.idea, IDEA_CHARS)
+        return clip(answer.idea, IDEA_CHARS)
     prose = _FENCE.split(answer.text, 1)[0] if answer is not None else ""
     heading = _HEADING.search(prose)
     lead = heading.group(1) if heading else _first_sentence(prose)
     launch = _launch(code or "")
     if lead and launch:
-        return _clip(f"{_clip(lead, IDEA_CHARS - min(len(launch), 50) - 3)} · {launch}", IDEA_CHARS)
-    return _clip(lead or launch or "(no description, no code)", IDEA_CHARS)
+        return clip(f"{clip(lead, IDEA_CHARS - min(len(launch), 50) - 3)} · {launch}", IDEA_CHARS)
+    return clip(lead or launch or "(no description, no code)", IDEA_CHARS)
 
 
 def _first_sentence(prose: str) -> str:
@@ -110,11 +64,3 @@ def _launch(code: str) -> str:
     kernels = list(dict.fromkeys(_KERNEL.findall(code)))
     params = list(dict.fromkeys(f"{k}={v}" for k, v in _PARAM.findall(code)))[:4]
     return " ".join([", ".join(kernels), *params]).strip() if kernels else ""
-
-
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1].rsplit(" ", 1)[0] if " " in text[: limit - 1] else text[: limit - 1]
-    return cut.rstrip(" ,;:") + "…"

@@ -28,7 +28,6 @@ agent's loop records it and carries on.
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
 import re
@@ -37,19 +36,23 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from agent.errors import UserError
+from agent.ncu.locate import find_ncu
 from agent.schema import Model, ProblemSpec, Profile, Stage
+
+if TYPE_CHECKING:
+    from agent.harness.job import WorkerResult
+    from agent.harness.sandbox import SandboxResult
 
 log = logging.getLogger(__name__)
 
 NVTX_RANGE = "agent_profile"
 PROFILED_LAUNCHES = 8  # per kernel of the candidate; a forward launching each once or twice is profiled whole
 _REPORT_STEM = "profile"  # ncu -o WORKDIR/profile writes WORKDIR/profile.ncu-rep
-_NCU_DIRS = ("/usr/local/cuda/bin", "/opt/nvidia/nsight-compute/*")
 _PERM_HINT = (
     "run as root, or let every user read GPU counters: `options nvidia NVreg_RestrictProfilingToAdminUsers=0` "
     "in /etc/modprobe.d/, then reload the driver (https://developer.nvidia.com/ERR_NVGPUCTRPERM)"
@@ -90,19 +93,6 @@ class ProfileRequest(Model):
                                      "of launches profiles in seconds, not hours")
     gpu_lock: Path | None = Field(default=None, description="the GPU's lock, where several workers share the GPU")
     hide: list[Path] = Field(default_factory=list, description="directories the candidate must not see (the store)")
-
-
-def find_ncu() -> Path | None:
-    """The ncu executable: on PATH, else in /usr/local/cuda/bin, else the newest /opt/nvidia/nsight-compute/*/."""
-    found = shutil.which("ncu")
-    if found:
-        return Path(found)
-    for pattern in _NCU_DIRS:
-        for d in sorted(glob.glob(pattern), reverse=True):
-            candidate = Path(d) / "ncu"
-            if candidate.is_file() and os.access(candidate, os.X_OK):
-                return candidate
-    return None
 
 
 def ncu_argv(ncu: Path, req: ProfileRequest, kernels: list[str], report_stem: Path) -> list[str]:
@@ -175,29 +165,12 @@ def profile(req: ProfileRequest) -> Profile:
                             memory_mb=settings().sandbox.memory_mb_gpu, output_limit_bytes=8 << 20,
                             hide=req.hide, expose=[req.gpu_lock.parent] if req.gpu_lock else [])
         wall = time.monotonic() - started
-        text = res.stdout + "\n" + res.stderr
         result = read_result(workdir / "result.json")
         report = stem.with_name(stem.name + ".ncu-rep")
 
-        if res.timed_out:
-            raise ProfileError("timeout", f"ncu timed out after {req.timeout_s:g} s ({req.metric_set} set)",
-                               hint="raise --timeout; the full set replays each kernel ~40 times")
-        if "ERR_NVGPUCTRPERM" in text:
-            raise ProfileError("permission", "ncu has no permission to read the GPU's performance counters "
-                               "(ERR_NVGPUCTRPERM)", hint=_PERM_HINT)
-        if res.killed:
-            raise ProfileError("failed", f"ncu was killed by the sandbox ({res.killed} limit)")
-        if result is not None and not result.ok or (result is None and _worker_error(text)):
-            raise ProfileError("crash", f"the candidate failed under ncu: {_worker_error(text) or 'no message'}")
-        if "No kernels were profiled" in text or (res.returncode == 0 and result is not None and not report.exists()):
-            raise ProfileError("no_kernels", f"ncu profiled no kernel: none of {', '.join(kernels)} ran inside the "
-                               f"NVTX range {NVTX_RANGE!r}", hint="does ModelNew.forward launch its Triton kernels?")
-        if result is None:
-            why = _ncu_error(text) or (f"signal {res.signal}" if res.signal else f"exit status {res.returncode}")
-            raise ProfileError("crash", f"the candidate or ncu died before finishing: {why}")
-        if not report.exists():
-            why = _ncu_error(text) or f"exit status {res.returncode}"
-            raise ProfileError("no_report", f"ncu wrote no report: {why}")
+        failure = _failure(req, kernels, res, result, report)
+        if failure is not None:
+            raise failure
 
         try:
             req.out.parent.mkdir(parents=True, exist_ok=True)
@@ -225,6 +198,32 @@ def profile(req: ProfileRequest) -> Profile:
         return prof
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _failure(req: ProfileRequest, kernels: list[str], res: SandboxResult, result: WorkerResult | None,
+             report: Path) -> ProfileError | None:
+    """Why a profiling run failed, from what the sandbox, the worker and ncu left (None: it did not)."""
+    text = res.stdout + "\n" + res.stderr
+    if res.timed_out:
+        return ProfileError("timeout", f"ncu timed out after {req.timeout_s:g} s ({req.metric_set} set)",
+                            hint="raise --timeout; the full set replays each kernel ~40 times")
+    if "ERR_NVGPUCTRPERM" in text:
+        return ProfileError("permission", "ncu has no permission to read the GPU's performance counters "
+                            "(ERR_NVGPUCTRPERM)", hint=_PERM_HINT)
+    if res.killed:
+        return ProfileError("failed", f"ncu was killed by the sandbox ({res.killed} limit)")
+    if result is not None and not result.ok or (result is None and _worker_error(text)):
+        return ProfileError("crash", f"the candidate failed under ncu: {_worker_error(text) or 'no message'}")
+    if "No kernels were profiled" in text or (res.returncode == 0 and result is not None and not report.exists()):
+        return ProfileError("no_kernels", f"ncu profiled no kernel: none of {', '.join(kernels)} ran inside the "
+                            f"NVTX range {NVTX_RANGE!r}", hint="does ModelNew.forward launch its Triton kernels?")
+    if result is None:
+        why = _ncu_error(text) or (f"signal {res.signal}" if res.signal else f"exit status {res.returncode}")
+        return ProfileError("crash", f"the candidate or ncu died before finishing: {why}")
+    if not report.exists():
+        why = _ncu_error(text) or f"exit status {res.returncode}"
+        return ProfileError("no_report", f"ncu wrote no report: {why}")
+    return None
 
 
 def _set_warmup(job_path: Path, warmup: int) -> None:

@@ -11,13 +11,15 @@ import json
 import math
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.diagnosis.model import Finding
 from agent.errors import UserError
 from agent.harness.settings import settings
-from agent.schema import Feedback, GPUSpec, MetricTable, Number, Objective, Precision, Stage, Timing
+from agent.schema import (EvalResult, Feedback, GPUSpec, MetricTable, Number, Objective, Precision, ProblemSpec, Profile,
+                          Stage, Timing)
 
 # What the [NCU PROFILING METRICS] block says when there is nothing to show (CPU mode has no ncu; a kernel that
 # was never profiled has no report). Stated plainly so that an LLM reasons from the code instead of inventing numbers.
@@ -191,3 +193,43 @@ def timing_text(timing: Timing | None, objective: Objective) -> str:
                      f"{host.figures['host_us']:.0f} us go to issuing it from Python. Fewer launches and less "
                      "host work per call pay more now than faster kernels.")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- one group's prompt in a run
+
+
+class Parent(Protocol):
+    """What a prompt shows of the code it asks to improve (agent.loop.Best)."""
+
+    code: str
+    profile: Profile | None
+    timing: Timing | None
+    objective: Objective
+
+
+def iteration_prompt(stage: Stage, gpu: GPUSpec, problem: ProblemSpec, best: Parent | None,
+                     last_results: list[EvalResult], diagnosis: bool = False, memory: list[str] | None = None,
+                     precision: Precision = "fp32") -> str:
+    """The prompt of one group of an iteration: its parent's code (`best`: the current best under greedy), metrics and
+    (with `diagnosis`) findings, the last round's failures, and (`memory`, agent.memory.lines) what the run tried."""
+    from agent.diagnosis import for_prompt
+    from agent.problems import starting_code
+
+    return render(PromptInput(
+        stage=stage, gpu=gpu, code=best.code if best else (starting_code(problem) or ""),
+        metrics=best.profile.table() if best and best.profile else {},
+        feedback=feedback(last_results), reference=problem.path.read_text(),
+        timing=best.timing if best else None, objective=best.objective if best else "latency",
+        diagnosis=for_prompt(best.profile, best.timing) if diagnosis and best else [],
+        memory=memory or [], precision=precision,
+    ))
+
+
+def feedback(results: list[EvalResult]) -> list[Feedback]:
+    """Last iteration's failures, compactly: the harness's message is what a model needs to fix it (needs_gpu is no
+    failure: CPU mode could not judge the answer, there is nothing in it to fix)."""
+    return [
+        Feedback(candidate=f"#{i}", verdict=r.verdict, message=r.message.strip().splitlines()[0][:300] if r.message else "")
+        for i, r in enumerate(results, start=1)
+        if r.verdict.failed
+    ][:6]

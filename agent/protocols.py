@@ -6,20 +6,24 @@
     Progress   shows what the loop does (a terminal, JSON lines, nothing)
     RunStore   the store as the loop uses it (agent.store.Store)
     Starter    iteration 0's answers (agent.starts: the problem's starting kernel, torch.compile's kernels)
+    StagePolicy which stage each round runs (agent.ladder: one fixed stage, or the ladder of --stage auto)
 
-agent.wiring.build_parts() builds the first three and the starter for a run; tests pass their own.
+agent.wiring.build_parts() builds the first three and the starter for a run, agent.wiring.task() the RunTask; tests
+pass their own. This module imports types only.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from pydantic import Field
 
-from agent.diagnosis.model import Finding
-from agent.memory import MemoryEntry
-from agent.schema import Answer, Candidate, EvalResult, Group, Model, OnResult, ProblemSpec, Profile, Stage, Usage
+from agent.finding import Finding
+from agent.memory_entry import MemoryEntry
+from agent.runconfig import RunConfig
+from agent.schema import (Answer, Candidate, EvalResult, GPUSpec, Group, Model, OnResult, ProblemSpec, Profile, Stage,
+                          Timing, Usage)
 from agent.store.records import IterationRecord, ResumeState, RunStatus
 
 
@@ -112,12 +116,6 @@ class Starter(Protocol):
     def answers(self, problem: ProblemSpec, progress: Progress) -> list[Answer]: ...
 
 
-def _problem_start() -> Starter:
-    from agent.starts import Starts
-
-    return Starts("problem")
-
-
 @dataclass(frozen=True)
 class Parts:
     """The loop's parts for one run, built in one place (agent.wiring.build_parts). `summary` is what the evaluator
@@ -126,7 +124,7 @@ class Parts:
     proposer: Proposer
     evaluator: Evaluator
     profiler: Profiler
-    starter: Starter = field(default_factory=_problem_start)  # the problem's starting kernel
+    starter: Starter
 
     def summary(self) -> str | None:
         fn = getattr(self.evaluator, "summary", None)
@@ -137,3 +135,47 @@ class Parts:
             fn = getattr(part, "close", None)
             if callable(fn):
                 fn()
+
+
+class Measured(Protocol):
+    """What a stage policy reads of the current best (agent.loop.Best)."""
+
+    profile: Profile | None
+    timing: Timing | None
+    found_in: str | None  # the stage whose round found it (None: a starting kernel)
+
+
+@dataclass(frozen=True)
+class Step:
+    """The stage of the next round, and why (None: as requested); no stage: the run stops, `reason` says why."""
+
+    stage: str | None
+    reason: str | None = None
+
+
+class StagePolicy(Protocol):
+    """Which stage each round runs, decided once per run (agent.ladder.policy_of). `first`: iteration 0's and the
+    first round's; `floor`: where a start the first stage's rules refuse is judged again (None: nowhere); `own_stages`:
+    a parent other than the best goes on in the stage that produced it (agent.search.SearchState.plan); `next`: the
+    stage of the next round; `stop_after`: why the run stops after a round that left `stale` rounds without a gain."""
+
+    @property
+    def first(self) -> str: ...
+    @property
+    def floor(self) -> str | None: ...
+    @property
+    def own_stages(self) -> bool: ...
+    def next(self, current: str, visited: set[str], best: Measured | None, stale: int) -> Step: ...
+    def stop_after(self, stale: int) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """What one run is, handed to the loop once: its id, configuration, problem (loaded once; the parts were built
+    from the same one), the GPU its prompts target, and its stage policy."""
+
+    run_id: str
+    config: RunConfig
+    problem: ProblemSpec
+    gpu: GPUSpec
+    policy: StagePolicy

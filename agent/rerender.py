@@ -10,7 +10,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from agent.catalog import resolve_gpu
-from agent.loop import best_from_store, iteration_prompt, round_results
+from agent.loop import best_from_store, round_results
+from agent.prompts import iteration_prompt
 from agent.memory import lines
 from agent.problems import load_problem
 from agent.search import SearchState

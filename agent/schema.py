@@ -181,7 +181,7 @@ class Check(Model):
 
 
 # What ranks candidates: one of the two clocks, or the GPU's energy per call (agent.harness.energy).
-Objective = Literal["device", "latency", "energy"]
+Objective = Literal["latency", "device", "energy"]
 OBJECTIVES: tuple[Objective, ...] = ("latency", "device", "energy")
 SearchPolicy = Literal["greedy", "beam", "tree"]
 # The numerics a candidate is held to: fp32 (the default), or tf32 (10-bit-mantissa products admitted, as PyTorch's
@@ -353,41 +353,6 @@ class Profile(Model):
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-class RunConfig(Model):
-    problem: str = "gap44"
-    stage: str = "memory-fusion"  # or "auto"
-    gpu: str = "auto"
-    iterations: int = 5
-    samples: int = 4
-    llm: str = "offline"  # "openai" | "offline" | "replay:RUN_ID"
-    model: str = "gpt-4o"
-    llm_timeout_s: float = Field(default=300.0, gt=0, description="per model call; answers of thousands of tokens "
-                                 "take minutes on slow servers")
-    llm_retries: int = Field(default=4, ge=0, description="retries of a model call on 429, 5xx, timeouts")
-    budget_usd: float | None = None
-    device: Literal["cuda", "cpu"] = "cuda"
-    patience: int = 3
-    timeout_s: float | None = Field(default=None, description="per-candidate limit; None: scaled to the problem")
-    objective: Objective = Field(default="latency", description="the clock the run optimizes (README: why latency)")
-    precision: Precision = Field(default="fp32", description="the numerics candidates (and torch.compile's own "
-                                 "answer) are held to: fp32, tf32's wider tolerance floor, or KernelBench's own check "
-                                 "(agent.harness.kernelbench)")
-    seed: int = 0
-    diagnosis: bool = Field(default=False, description="a [DIAGNOSIS] block in the prompts (agent run turns it on; "
-                            "runs recorded before it existed had none, and re-render without it)")
-    start: Literal["problem", "inductor", "both"] = Field(default="problem", description="iteration 0's answers: the "
-                                                          "problem's starting kernel, torch.compile's own kernels "
-                                                          "(agent.inductor; GPU only), or both")
-    search: SearchPolicy = Field(default="greedy", description="how a round's parents are chosen (agent.search)")
-    beam: int = Field(default=3, ge=1, description="--search beam: the B best distinct candidates are the parents")
-    memory: bool = Field(default=False, description="a [MEMORY] block of what this run tried in the prompts (agent run "
-                         "turns it on; runs recorded before it existed had none, and re-render without it)")
-    max_candidates: int | None = Field(default=None, ge=1, description="stop once this many proposals were judged")
-    max_minutes: float | None = Field(default=None, gt=0, description="start no round after this many minutes of "
-                                      "this invocation")
-    root: Path = Path(".")
 
 
 class Group(Model):

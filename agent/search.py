@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pydantic import Field
 
 from agent.memory import MemoryEntry
-from agent.schema import Candidate, Group, Model, Objective, RunConfig, SearchPolicy, Verdict
+from agent.runconfig import RunConfig
+from agent.schema import Candidate, Group, Model, Objective, SearchPolicy, Verdict
 
 # UCB1's exploration constant for rewards in [0, 1] is sqrt(2); 1.0 explores less: with K = 2 samples a round, a node
 # 10x slower than the best is expanded once its rivals hold about 7 samples (T = 8), whatever their own gain.

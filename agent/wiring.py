@@ -17,9 +17,10 @@ from pathlib import Path
 
 from agent.config import UserConfig
 from agent.errors import UserError
-from agent.protocols import Evaluator, Parts, Profiler, Progress, Proposer
+from agent.protocols import Evaluator, Parts, Profiler, Progress, Proposer, RunTask, StagePolicy
 from agent.scale.placement import Placement
-from agent.schema import GPUSpec, ProblemSpec, RunConfig, Usage
+from agent.runconfig import RunConfig
+from agent.schema import GPUSpec, ProblemSpec, Usage
 from agent.store import Store
 
 
@@ -28,7 +29,7 @@ class Assembly:
     """What the parts of one run are built from."""
 
     config: RunConfig
-    problem: ProblemSpec
+    problem: ProblemSpec  # loaded once (agent.problems.load_problem): the parts and the loop take this one
     gpu: GPUSpec
     store: Store
     placement: Placement
@@ -36,6 +37,13 @@ class Assembly:
     resumed: str | None = None  # the run being resumed: its spending and its replayed answers count
     progress: Progress | None = None
     user: UserConfig = field(default_factory=UserConfig)  # the user's configuration (prices)
+    # which stage each round runs, decided once from the config (an unknown stage is one line, before any record)
+    policy: StagePolicy = field(init=False)
+
+    def __post_init__(self) -> None:
+        from agent.ladder import policy_of
+
+        self.policy = policy_of(self.config.stage, self.config.patience, self.config.objective)
 
     def say(self, text: str) -> None:
         if self.progress is not None:
@@ -199,6 +207,13 @@ EVALUATORS: dict[str, Callable[[Assembly], tuple[Evaluator, Profiler]]] = {
     "gpus": _pool,
     "cluster": _pool,
 }
+
+
+def task(a: Assembly) -> RunTask:
+    """The run as the loop receives it, once it exists (a.run_id set)."""
+    if a.run_id is None:
+        raise RuntimeError("a run's task before the run was created")
+    return RunTask(run_id=a.run_id, config=a.config, problem=a.problem, gpu=a.gpu, policy=a.policy)
 
 
 def build_parts(a: Assembly, proposer: Proposer) -> Parts:

@@ -268,7 +268,8 @@ def test_search_tables_record_a_runs_best_and_when_it_was_found_and_print_them_f
     import search_tables as T
     from test_store import candidate, result
 
-    from agent.schema import RunConfig, Verdict
+    from agent.runconfig import RunConfig
+    from agent.schema import Verdict
     from agent.store import Store
 
     with Store(tmp_path) as store:

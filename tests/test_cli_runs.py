@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from agent.runconfig import RunConfig
 from agent.schema import (
     Answer,
     Bottleneck,
@@ -19,7 +20,6 @@ from agent.schema import (
     EvalResult,
     KernelProfile,
     Profile,
-    RunConfig,
     Timing,
     Usage,
     Verdict,

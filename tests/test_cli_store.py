@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from test_cli_run import environment
 
-from agent.schema import RunConfig
+from agent.runconfig import RunConfig
 from agent.store import Store
 from agent.store.locate import find_store
 

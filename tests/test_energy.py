@@ -235,7 +235,8 @@ def test_the_leaderboard_show_and_its_json_say_why_energy_was_not_measured(tmp_p
 
 
 def test_runs_that_optimize_energy_rank_by_energy_among_themselves(tmp_path: Path):
-    from agent.schema import Candidate, EvalResult, RunConfig, Verdict
+    from agent.runconfig import RunConfig
+    from agent.schema import Candidate, EvalResult, Verdict
     from agent.store import Store
     from agent.view import leaderboard_table
 

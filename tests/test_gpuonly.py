@@ -324,7 +324,7 @@ def test_a_cuda_requirement_in_the_workers_error(message, needs):
 
 
 def test_needs_gpu_is_neither_correct_nor_a_failure_and_never_fed_back_as_one():
-    from agent.loop import _feedback
+    from agent.prompts import feedback as _feedback
 
     assert not Verdict.NEEDS_GPU.failed and not Verdict.CORRECT.failed
     assert all(v.failed for v in Verdict if v not in (Verdict.CORRECT, Verdict.NEEDS_GPU))

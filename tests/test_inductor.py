@@ -1,6 +1,6 @@
 """torch.compile's own kernels as an answer (agent.inductor.translate, agent.inductor.kernels), as a specification.
 
-The captures in tests/data/inductor were recorded on an H100 (agent.inductor.capture): one per size set of a problem,
+The captures in tests/data/inductor were recorded on an H100 (agent.harness.capture): one per size set of a problem,
 its GPU sizes (full, odd) and its CPU sizes (cpu, cpu-wide, cpu-odd), so an answer translated from all five is judged
 here by the real harness in CPU mode. The kb_51 and kb_77 captures come from look-alike problem files that are not
 part of this suite: their translations are checked statically only (their Models below name the same layers).
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agent.harness import policy
-from agent.inductor.model import Capture
+from agent.harness.capture import Capture
 from agent.inductor.translate import CannotTranslate, translate
 from agent.problems import load_problem
 from agent.stages import absent_triton_functions, get_stage

@@ -22,26 +22,29 @@ from agent.harness.evaluator import LocalEvaluator, RoundRequests
 from agent.llm import Budget, OpenAIConfig, OpenAIProposer, ReplayProposer
 from agent.config import ModelPrice, UserConfig
 from agent.llm.pricing import Price
-from agent.loop import MIN_GAIN, Best, choose_stage
+from agent.ladder import choose_stage, policy_of
+from agent.loop import MIN_GAIN, Best
 from agent.problems import load_problem
 from agent.profiler import NcuProfiler
-from agent.protocols import Parts, Proposal, ProposalContext
+from agent.protocols import Parts, Proposal, ProposalContext, RunTask
 from agent.rerender import rerender_run
 from agent.scale.placement import Placement
+from agent.runconfig import RunConfig
 from agent.schema import (
     Answer,
+    ProblemSpec,
     Bottleneck,
     Candidate,
     EvalResult,
     KernelProfile,
     Profile,
-    RunConfig,
     Stage,
     Timing,
     Usage,
     Verdict,
 )
 from agent.stages import ladder
+from agent.starts import Starts
 from agent.store import Store
 from agent.wiring import Assembly, CallLog, build_proposer
 
@@ -195,9 +198,14 @@ def new_run(store: Store, **overrides) -> tuple[RunConfig, str]:
     return config, store.create_run(config, gpu=GPU.name, device="cpu")
 
 
+def task(config: RunConfig, run_id: str, problem: ProblemSpec = PROBLEM) -> RunTask:
+    return RunTask(run_id=run_id, config=config, problem=problem, gpu=GPU,
+                   policy=policy_of(config.stage, config.patience, config.objective))
+
+
 def go(store: Store, config: RunConfig, run_id: str, proposer, evaluator, profiler=None, progress=None) -> loop.Outcome:
-    parts = Parts(proposer=proposer, evaluator=evaluator, profiler=profiler or FixedProfiler())
-    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, parts=parts, store=store, progress=progress or Events())
+    parts = Parts(proposer=proposer, evaluator=evaluator, profiler=profiler or FixedProfiler(), starter=Starts("problem"))
+    outcome = loop.run(task(config, run_id, PROBLEM), parts, store, progress or Events())
     assert outcome.run_id == run_id
     return outcome
 
@@ -247,7 +255,7 @@ def test_iteration_zero_judges_every_starting_answer_and_the_fastest_correct_one
     parts = Parts(proposer=RecordingProposer([]), evaluator=evaluator, profiler=FixedProfiler(),
                   starter=FixedStarter(starts))
 
-    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, parts=parts, store=store, progress=Events())
+    outcome = loop.run(task(config, run_id, PROBLEM), parts, store, Events())
 
     assert evaluator.rounds == [("memory-fusion", ["# kernel: problem\n", "# kernel: inductor\n"])]
     assert outcome.best is not None and outcome.best.candidate == cid(run_id, 0, 1)
@@ -281,7 +289,7 @@ def test_with_stage_auto_a_start_refused_by_the_first_stages_rules_is_judged_aga
                   starter=FixedStarter(starts))
     events = Events()
 
-    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, parts=parts, store=store, progress=events)
+    outcome = loop.run(task(config, run_id, PROBLEM), parts, store, events)
 
     assert [stage for stage, _ in evaluator.rounds] == ["memory-fusion", "correctness"]
     assert outcome.best is not None and outcome.best.candidate == cid(run_id, 0, 1)
@@ -298,7 +306,7 @@ def test_a_named_stage_keeps_its_rules_for_the_starts_too(store):
     parts = Parts(proposer=RecordingProposer([]), evaluator=evaluator, profiler=FixedProfiler(),
                   starter=FixedStarter([Answer(text="# kernel: inductor\n", model="inductor")]))
 
-    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, parts=parts, store=store, progress=Events())
+    outcome = loop.run(task(config, run_id, PROBLEM), parts, store, Events())
 
     assert [stage for stage, _ in evaluator.rounds] == ["memory-fusion"] and outcome.best is None
 
@@ -309,7 +317,7 @@ def test_no_starting_answer_means_no_iteration_zero(store):
     parts = Parts(proposer=RecordingProposer([]), evaluator=evaluator, profiler=FixedProfiler(),
                   starter=FixedStarter([]))
 
-    outcome = loop.run(config, run_id, problem=PROBLEM, gpu=GPU, parts=parts, store=store, progress=Events())
+    outcome = loop.run(task(config, run_id, PROBLEM), parts, store, Events())
 
     assert evaluator.rounds == [] and outcome.best is None and store.iterations(run_id) == []
 
@@ -569,6 +577,22 @@ def test_auto_goes_algebraic_when_a_memory_bound_kernel_is_near_peak_dram(store)
     assert "DRAM at 90 % of peak: only moving fewer bytes helps" in store.iterations(run_id)[2].reason
 
 
+def test_auto_moves_on_at_once_when_the_stages_new_best_is_at_the_dram_roof(store):
+    # patience 3 would keep memory-fusion for three rounds without gain; its round-1 best at the roof ends it at once
+    config, run_id = new_run(store, stage="auto", iterations=3, samples=1, patience=3)
+    evaluator = TableEvaluator({"faster": correct(8.0), "slower": correct(12.0)})
+
+    go(store, config, run_id, RecordingProposer([answer("faster"), answer("slower"), answer("slower")]), evaluator,
+       FixedProfiler(profile_of("memory-bound", 88.0)))
+
+    # the starting kernel at the roof gave memory-fusion its round; algebraic keeps its own after that best
+    assert iteration_stages(store, run_id) == [(0, "memory-fusion"), (1, "memory-fusion"), (2, "algebraic"),
+                                               (3, "algebraic")]
+    reasons = [it.reason for it in store.iterations(run_id)]
+    assert reasons[1] == "improving on memory-fusion" and reasons[2].startswith("memory-fusion's best is at its roof; memory-bound")
+    assert reasons[3] == "1/3 iterations without gain"
+
+
 def test_auto_stays_on_a_stage_while_it_improves(store):
     config, run_id = new_run(store, stage="auto", iterations=3, samples=1, patience=1)
     evaluator = TableEvaluator({"a": correct(9.0), "b": correct(8.0), "c": correct(7.0)})
@@ -734,8 +758,8 @@ def test_one_iteration_with_the_real_harness_in_cpu_mode(store, tmp_path):
     evaluator = LocalEvaluator(RoundRequests(problem=problem, device="cpu", timeout_s=120.0, cache_dir=tmp_path / "cache"))
     profiler = NcuProfiler(problem, lambda cid: store.profile_path(run_id, cid), "cpu")  # CPU mode: no profile, no error
 
-    parts = Parts(proposer=ReplayProposer(answers), evaluator=evaluator, profiler=profiler)
-    outcome = loop.run(config, run_id, problem=problem, gpu=GPU, parts=parts, store=store, progress=Events())
+    parts = Parts(proposer=ReplayProposer(answers), evaluator=evaluator, profiler=profiler, starter=Starts("problem"))
+    outcome = loop.run(task(config, run_id, problem), parts, store, Events())
 
     rowsum, wrong = store.candidates(run_id)
     assert [c.result.verdict for c in (rowsum, wrong)] == ["correct", "incorrect"]

@@ -18,7 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 from agent.printable import printable
-from agent.schema import Answer, Candidate, EvalResult, RunConfig, Timing, Usage, Verdict
+from agent.runconfig import RunConfig
+from agent.schema import Answer, Candidate, EvalResult, Timing, Usage, Verdict
 from agent.store import Store
 from agent.view.terminal import EscapingConsole
 

@@ -8,7 +8,8 @@ import math
 import pytest
 
 from agent.search import TREE_C, Limits, SearchState
-from agent.schema import Candidate, EvalResult, RunConfig, Timing, Verdict
+from agent.runconfig import RunConfig
+from agent.schema import Candidate, EvalResult, Timing, Verdict
 
 RUN = "20261125-000000-abcd"
 

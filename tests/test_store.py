@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from agent.errors import UserError
+from agent.runconfig import RunConfig
 from agent.schema import (
     Answer,
     Bottleneck,
@@ -23,7 +24,6 @@ from agent.schema import (
     EvalResult,
     KernelProfile,
     Profile,
-    RunConfig,
     Timing,
     Usage,
     Verdict,
@@ -482,7 +482,8 @@ def test_empty_root_is_not_created_by_looking(tmp_path: Path) -> None:
 
 WRITER = textwrap.dedent("""
     import sys
-    from agent.schema import Answer, Candidate, EvalResult, RunConfig, Timing, Verdict
+    from agent.runconfig import RunConfig
+    from agent.schema import Answer, Candidate, EvalResult, Timing, Verdict
     from agent.store import Store
 
     store = Store(sys.argv[1])
@@ -547,7 +548,8 @@ def test_sigkill_mid_run_loses_no_finished_candidate_and_indexes_no_partial_one(
 def test_two_processes_record_into_one_store_at_once(tmp_path: Path) -> None:
     script = textwrap.dedent("""
         import sys
-        from agent.schema import Candidate, EvalResult, RunConfig, Verdict
+        from agent.runconfig import RunConfig
+        from agent.schema import Candidate, EvalResult, Verdict
         from agent.store import Store
 
         store = Store(sys.argv[1])
@@ -598,7 +600,7 @@ def test_a_lock_that_never_clears_and_other_errors_still_raise() -> None:
 
 
 def test_eight_processes_opening_one_fresh_store_at_once_all_get_it(tmp_path: Path) -> None:
-    script = "import sys\nfrom agent.store import Store\nfrom agent.schema import RunConfig\n" \
+    script = "import sys\nfrom agent.store import Store\nfrom agent.runconfig import RunConfig\n" \
              "Store(sys.argv[1]).create_run(RunConfig(), gpu='h100', device='cuda')\n"
     for attempt in range(3):
         root = tmp_path / str(attempt)

@@ -8,11 +8,11 @@ from datetime import datetime, timezone
 
 from rich.console import Console
 
+from agent.runconfig import RunConfig
 from agent.schema import (
     Answer,
     Candidate,
     EvalResult,
-    RunConfig,
     Timing,
     Usage,
     Verdict,

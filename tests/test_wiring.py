@@ -108,7 +108,7 @@ def test_a_proposer_that_takes_an_argument_refuses_to_run_without_one(tmp_path, 
 
 
 def test_replay_checks_its_argument_before_the_run_exists(tmp_path):
-    from agent.schema import RunConfig
+    from agent.runconfig import RunConfig
 
     with Store(tmp_path) as store:
         with pytest.raises(UserError, match="unknown run 'nope'"):
@@ -123,7 +123,7 @@ def test_the_local_placement_builds_the_harness_evaluator_and_the_ncu_profiler(t
     from agent.catalog import find_gpu
     from agent.problems import load_problem
     from agent.scale.placement import Placement
-    from agent.schema import RunConfig
+    from agent.runconfig import RunConfig
 
     with Store(tmp_path) as store:
         config = RunConfig(problem="gap44", stage="memory-fusion", gpu="4090", device="cpu", llm="offline")

@@ -10,6 +10,8 @@ import json
 import sys
 from pathlib import Path
 
+from agent.runconfig import DEFAULT_PROBLEM, DEFAULT_STAGE
+
 from agent.errors import UserError
 
 
@@ -31,9 +33,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("render", help="print a stage's prompt for a GPU, problem, code and metrics",
                        description="Render a stage prompt to stdout, byte for byte as the agent sends it.")
-    p.add_argument("--stage", default="memory-fusion", metavar="S", help="stage name (default: memory-fusion)")
+    p.add_argument("--stage", default=DEFAULT_STAGE, metavar="S", help=f"stage name (default: {DEFAULT_STAGE})")
     p.add_argument("--gpu", default="auto", metavar="NAME", help="catalog GPU, or auto to detect (default: auto)")
-    p.add_argument("--problem", default="gap44", metavar="NAME|PATH", help="built-in problem or a KernelBench-style file (default: gap44)")
+    p.add_argument("--problem", default=DEFAULT_PROBLEM, metavar="NAME|PATH",
+                   help=f"built-in problem or a KernelBench-style file (default: {DEFAULT_PROBLEM})")
     p.add_argument("--code", type=Path, metavar="FILE", help="current code (default: the problem's starting kernel)")
     p.add_argument("--metrics", type=Path, metavar="FILE", help="{kernel: {metric: value}} JSON or a .ncu-rep report")
     p.add_argument("--feedback", type=Path, metavar="FILE.json",

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Literal
 
+from agent.runconfig import DEFAULT_PROBLEM, DEFAULT_STAGE
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("eval", help="evaluate candidate answers: verdicts, checks, timing vs eager/compile",
@@ -19,10 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "candidates. FILE is a raw LLM answer (markdown) or a .py file defining ModelNew; "
                                    "a DIR holds answers (*.md, *.py, *.txt). Exit 0 when all are correct, 3 if not.")
     p.add_argument("files", type=Path, nargs="+", metavar="FILE|DIR", help="answers (markdown or .py), or folders")
-    p.add_argument("--problem", default="gap44", metavar="P",
+    p.add_argument("--problem", default=DEFAULT_PROBLEM, metavar="P",
                    help="built-in problem, shipped KernelBench look-alike (kb_42_...) or a problem .py path "
-                        "(default: gap44)")
-    p.add_argument("--stage", default="memory-fusion", metavar="S", help="stage whose rules apply (default: memory-fusion)")
+                        f"(default: {DEFAULT_PROBLEM})")
+    p.add_argument("--stage", default=DEFAULT_STAGE, metavar="S",
+                   help=f"stage whose rules apply (default: {DEFAULT_STAGE})")
     p.add_argument("--gpu", default="auto", metavar="NAME", help="target GPU label (timing always uses the local GPU)")
     p.add_argument("--device", choices=["cuda", "cpu"], default=None,
                    help="where to run (default: cuda when available, else cpu with TRITON_INTERPRET=1)")

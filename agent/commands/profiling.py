@@ -21,12 +21,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agent.runconfig import DEFAULT_PROBLEM, DEFAULT_STAGE
+
 from agent.errors import UserError
 
 if TYPE_CHECKING:
     from agent.schema import Profile, Stage
 
-DEFAULT_STAGE = "memory-fusion"
 METRICS_HEADER = "[NCU PROFILING METRICS]"
 
 
@@ -35,7 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Run a candidate under ncu (in the harness sandbox, after warm-up, only its own "
                                    "Triton kernels) and save the .ncu-rep with its parsed metrics as JSON beside it.")
     p.add_argument("file", type=Path, metavar="FILE", help="the candidate: a .py module or a raw LLM answer")
-    p.add_argument("--problem", default="gap44", metavar="P", help="built-in problem name or path (default: gap44)")
+    p.add_argument("--problem", default=DEFAULT_PROBLEM, metavar="P",
+                   help=f"built-in problem name or path (default: {DEFAULT_PROBLEM})")
     p.add_argument("--stage", default=DEFAULT_STAGE, metavar="S", help=f"stage whose metrics to collect (default: {DEFAULT_STAGE})")
     p.add_argument("--set", dest="metric_set", choices=("stage", "full"), default="stage",
                    help="stage: the stage's metrics (fast); full: ncu's full set with guided-analysis rules")

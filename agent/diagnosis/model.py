@@ -1,16 +1,9 @@
-"""What a finding is, and what every analyzer reads."""
+"""What every analyzer reads: the metric names, the input (DiagnosisInput); a finding itself is agent.finding."""
 
 from __future__ import annotations
 
-from typing import Literal
-
-from pydantic import Field
-
+from agent.finding import Finding, Remedy  # the type lives with the types; analyzers take it from here
 from agent.schema import GPUSpec, KernelProfile, Model, Profile, Timing
-
-# Remedies the offline proposer (and a prompt) can act on.
-Remedy = Literal["more-programs", "more-bytes-in-flight", "fewer-launches", "fewer-bytes", "contiguous-loads",
-                 "fewer-registers", "conflict-free-shared", "library-layout"]
 
 STALL_REASONS = ("long_scoreboard", "short_scoreboard", "barrier", "mio_throttle", "lg_throttle", "math_pipe_throttle",
                  "wait", "not_selected", "selected", "dispatch_stall", "no_instruction", "branch_resolving", "membar",
@@ -88,27 +81,11 @@ ROOFLINE_METRICS = [*(flop_rate_metric(op) for ops in FLOP_WEIGHTS.values() for 
                     DRAM_PEAK_PER_CYCLE, DRAM_CLOCK, L2]
 
 DIAGNOSIS_METRICS = [REGISTERS, SPILLS, GLOBAL_LD_BYTES_PER_SECTOR, GLOBAL_ST_BYTES_PER_SECTOR, GLOBAL_LD_SECTORS,
-                     GLOBAL_ST_SECTORS, LOCAL_LD_SECTORS, LOCAL_ST_SECTORS, ISSUE_ACTIVE, ALU_PIPE, INSTRUCTIONS, SHARED_CONFLICTS, SM_ACTIVE_AVG, SM_ACTIVE_MAX, WAVES,
+                     GLOBAL_ST_SECTORS, LOCAL_LD_SECTORS, LOCAL_ST_SECTORS, ISSUE_ACTIVE, ALU_PIPE, INSTRUCTIONS,
+                     SHARED_CONFLICTS, SM_ACTIVE_AVG, SM_ACTIVE_MAX, WAVES,
                      SHARED_WAVEFRONTS, *(stall_metric(r) for r in STALL_REASONS),
                      THEORETICAL_WARPS, SHARED_PER_BLOCK, MAX_BLOCKS_PER_SM, *OCCUPANCY_LIMITS.values(),
                      *ROOFLINE_METRICS]
-
-
-class Finding(Model):
-    """One fact about a kernel, with its evidence and what it suggests."""
-
-    kind: str = Field(description="which analyzer, and what it found: 'small-grid', 'low-dram', ...")
-    kernel: str = Field(description="the kernel it is about ('' for the whole forward)")
-    evidence: str = Field(description="one line with the numbers")
-    figures: dict[str, float] = Field(default_factory=dict)
-    direction: str = Field(description="what it suggests doing, in a few words")
-    remedy: Remedy | None = None
-    gain_pct: float | None = Field(default=None, description="estimated share of the time that could go")
-    source: Literal["agent", "ncu"] = "agent"
-    detail: str = Field(default="", description="what kind of it, where the graph tells them apart: occupancy's "
-                                                "limiter ('registers', 'programs per SM', 'launch')")
-    folded: list[Finding] = Field(default_factory=list, description="the symptoms this cause explains "
-                                                                    "(agent.diagnosis.graph), without gains of their own")
 
 
 class DiagnosisInput(Model):

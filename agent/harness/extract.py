@@ -12,11 +12,11 @@ import ast
 import re
 
 from agent.harness import jsonreply, replyshapes, xmlreply
+from agent.harness.replyshapes import defines_model_new
 
 # An opening fence with an optional language tag, its body, and a closing fence (or the end of a cut-off answer).
 _FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,})[ \t]*([\w+.-]*)[^\n]*\n(.*?)(?:^[ \t]*\2[ \t]*$|\Z)", re.S | re.M)
 _PYTHON_TAGS = {"", "python", "py", "python3", "py3", "pytorch", "triton", "torch"}
-_DEFINES = re.compile(r"^\s*(class\s+ModelNew\b|ModelNew\s*=)", re.M)
 # Characters a chat window or a tokenizer puts in code that Python rejects: spaces of other widths, zero-width ones.
 _ODD_SPACES = str.maketrans({c: " " for c in "\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009"
                              "\u200a\u202f\u205f\u3000"} | {c: None for c in "\u200b\u200c\u200d\u2060\ufeff"})
@@ -118,10 +118,6 @@ def _parses_as_code(body: str) -> bool:
 def python_blocks(text: str) -> list[str]:
     """Every fenced block tagged python (or untagged), in order, normalised."""
     return [b.body for b in _blocks(normalize(text)) if b.python]
-
-
-def defines_model_new(code: str) -> bool:
-    return bool(_DEFINES.search(code))
 
 
 def extract_code(text: str, nested: bool = False) -> str | None:

@@ -23,7 +23,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from agent.harness.settings import TimingSettings, settings
-from agent.inductor.model import Capture
+from agent.harness.capture import Capture
 from agent.schema import Model, ProblemSpec, SizeSet
 
 Mode = Literal["evaluate", "reference", "baseline", "profile", "inductor"]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 
+from agent.harness.replyshapes import defines_model_new
+
 _JSON_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*(json|json5|jsonc)?[ \t]*\n(.*?)^[ \t]*\1[ \t]*$", re.S | re.M | re.I)
 _MAX_STRINGS = 10_000  # a reply is a few fields; bound the walk over a hostile document all the same
 
@@ -51,8 +53,6 @@ _CODE_LINE = re.compile(r"^(import \w|from [\w.]+ import |@triton\.jit|def \w|cl
 
 
 def _defines(s: str) -> bool:
-    from agent.harness.extract import defines_model_new  # extract imports this module: one definition, read late
-
     return defines_model_new(s)
 
 

@@ -44,10 +44,10 @@ def trials(sizes: list[SizeSet], seed: int) -> list[TrialSpec]:
 
 def error(out: Any, truth: Any) -> float:
     """max |out - truth| / (1 + |truth|): at most tol exactly where allclose(out, truth, atol=tol, rtol=tol) holds,
-    whatever tol (inf where out is wrong in kind: agent.harness.validate.rel_error)."""
+    whatever tol (inf where out is wrong in kind: agent.harness.truth.wrong_in_kind)."""
     import torch
 
-    from agent.harness.validate import representable, wrong_in_kind
+    from agent.harness.truth import representable, wrong_in_kind
 
     o = out.detach().to("cpu", torch.float64)
     t = representable(truth.detach().to("cpu", torch.float64), out.dtype)

@@ -13,6 +13,13 @@ from __future__ import annotations
 
 import re
 
+_DEFINES = re.compile(r"^\s*(class\s+ModelNew\b|ModelNew\s*=)", re.M)
+
+
+def defines_model_new(code: str) -> bool:
+    """Whether `code` defines ModelNew (a class, or a name bound to one): what marks an answer's code."""
+    return bool(_DEFINES.search(code))
+
 _BARE_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*$", re.M)
 _QUOTE = re.compile(r"^[ \t]{0,3}> ?", re.M)
 

@@ -8,7 +8,7 @@ Modes (see job.py):
 - evaluate: the candidate's ModelNew on the same trials (same seeds, same weights), outputs to a tensor file, what
   every call launched and (traced trials) wrote and ran; then, if asked, timing at the first size.
 - baseline: eager and torch.compile timing of the problem's Model (no candidate), timed the same way.
-- inductor: what torch.compile generates for the problem's Model at each of the job's sizes (agent.inductor.capture),
+- inductor: what torch.compile generates for the problem's Model at each of the job's sizes (agent.harness.capture),
   for agent.inductor.start to translate into an answer; here, so that torch.compile never runs in the agent's process.
 - profile: one call of the candidate inside an NVTX range, for ncu (exit status and one stderr line).
 The worker never judges: the parent compares outputs and applies the rules, so nothing the candidate does here can
@@ -195,7 +195,7 @@ def _inductor(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
     import torch
     import torch._dynamo
 
-    from agent.inductor.capture import capture
+    from agent.harness.capture import capture
 
     result.phase = "inductor"
     if job.device != "cuda":

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from agent.errors import HarnessError, UserError
-from agent.inductor.model import Capture
+from agent.harness.capture import Capture
 from agent.schema import ProblemSpec
 
 CPU_NOTICE = "no Inductor start in CPU mode: torch.compile writes Triton kernels only for a GPU"

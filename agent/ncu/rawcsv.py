@@ -10,6 +10,7 @@ from pathlib import Path
 
 from agent.errors import UserError
 from agent.ncu.launches import _Launch, _resolve_aliases, _sm_count, _wanted_names
+from agent.ncu.locate import find_ncu
 from agent.ncu.metadata import BLOCK_DIMS, GPU_NAME, GRID_DIMS
 from agent.schema import Number
 
@@ -23,8 +24,6 @@ _ID_COLUMNS = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "
 
 
 def _read_with_ncu_csv(path: Path, wanted: list[str]) -> tuple[list[_Launch], bool, str, int | None]:
-    from agent.profiler import find_ncu
-
     ncu = find_ncu()
     if ncu is None:
         raise UserError(f"cannot read {path}: the ncu_report module is not installed and ncu is not on PATH",

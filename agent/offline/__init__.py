@@ -80,6 +80,7 @@ from agent.offline.recognise import recognise
 from agent.offline.render import TEMPLATES, render
 from agent.memory import MemoryEntry
 from agent.protocols import Proposal, ProposalContext
+from agent.runconfig import DEFAULT_STAGE
 from agent.schema import (
     Answer,
     EvalResult,
@@ -104,6 +105,42 @@ MODEL = "offline"
 # ---------------------------------------------------------------- the proposer
 
 
+def _reason(plan: Plan, v: Variant, figures: str, *, contiguous: bool, outside: bool, sms: int) -> str:
+    """Why the offline proposer tries variant `v` of a GAP family, in words with the plan's figures."""
+    rows = plan.rows
+    if v.family == "row":
+        what = f"one program per (n, c) row ({rows} programs), flat contiguous loads, no div/mod"
+        what = f"uncoalesced loads: {what}" if contiguous else what
+    elif v.family in ("split", "atomic"):
+        how = "partial sums + a combine kernel" if v.family == "split" else \
+            "tl.atomic_add into a zeroed fp32 output (no tl.store)"
+        what = f"split each (n, c) row over {v.split} programs ({rows * v.split} programs), {how}"
+    elif v.family == "persistent":
+        what = f"persistent grid of {v.split}×{sms} SMs = {min(rows, v.split * sms)} programs looping over {rows} rows"
+    elif v.family == "nhwc":
+        what = (f"{plan.producer_kind} in channels-last without its bias (torch.compile's layout), bias and "
+                f"epilogue folded into the mean, " + ("one launch" if v.split == 1 else
+                                                     f"{v.split} programs per (n, channel block) + a combine kernel"))
+        what = f"most of the forward is outside the kernels: {what}" if outside else what
+    elif v.family == "fused":
+        mb = plan.mid_bytes / 1e6
+        what = (f"{plan.producer_kind} computed in the kernel (implicit GEMM over K = {plan.conv_k}, 3xTF32 "
+                f"tensor-core products, fp32-accurate), bias and epilogue per element, the mean in registers: "
+                f"the {mb:.0f} MB conv output is never written or read; {v.split} programs per (n, channels) "
+                "+ a combine kernel")
+    elif v.family == "pool":
+        what = (f"the max-pool's window maxima and their mean in one pass over the conv output (the pooled "
+                f"tensor never written), {v.split} programs per (n, c) row + a combine kernel")
+    elif v.family == "pool_fused":
+        mb = plan.mid_bytes / 1e6
+        what = (f"{plan.producer_kind} computed in the kernel window by window inside the max-pool: the "
+                f"{mb:.0f} MB conv output is never written or read; only the taps that reach each window "
+                "element are generated")
+    else:
+        what = v.family
+    return f"{figures}: {what} ({v.params()})"
+
+
 class OfflineProposer:
     """Deterministic, metric-driven proposals for the GAP family (see the module docstring)."""
 
@@ -118,7 +155,7 @@ class OfflineProposer:
         self._failed: dict[str, int] = {}  # family -> failed candidates
         self._tried: set[tuple] = set()  # variant keys the run's memory holds (earlier processes of the run included)
         self._parent: Variant | None = None  # the parent's variant, as the memory names it
-        self._stage = "memory-fusion"
+        self._stage = DEFAULT_STAGE
         self._code = ""
         self._profile: Profile | None = None
         self._findings: list[Finding] = []  # agent.diagnosis's reading of the current best: what to restructure for
@@ -238,37 +275,7 @@ class OfflineProposer:
         split_s = _pow2_at_least(math.ceil(SPLIT_PROGRAMS_PER_SM * sms / max(rows, 1)))
 
         def reason(v: Variant) -> str:
-            if v.family == "row":
-                what = f"one program per (n, c) row ({rows} programs), flat contiguous loads, no div/mod"
-                what = f"uncoalesced loads: {what}" if contiguous else what
-            elif v.family in ("split", "atomic"):
-                how = "partial sums + a combine kernel" if v.family == "split" else \
-                    "tl.atomic_add into a zeroed fp32 output (no tl.store)"
-                what = f"split each (n, c) row over {v.split} programs ({rows * v.split} programs), {how}"
-            elif v.family == "persistent":
-                what = f"persistent grid of {v.split}×{sms} SMs = {min(rows, v.split * sms)} programs looping over {rows} rows"
-            elif v.family == "nhwc":
-                what = (f"{plan.producer_kind} in channels-last without its bias (torch.compile's layout), bias and "
-                        f"epilogue folded into the mean, " + ("one launch" if v.split == 1 else
-                                                             f"{v.split} programs per (n, channel block) + a combine kernel"))
-                what = f"most of the forward is outside the kernels: {what}" if outside else what
-            elif v.family == "fused":
-                mb = plan.mid_bytes / 1e6
-                what = (f"{plan.producer_kind} computed in the kernel (implicit GEMM over K = {plan.conv_k}, 3xTF32 "
-                        f"tensor-core products, fp32-accurate), bias and epilogue per element, the mean in registers: "
-                        f"the {mb:.0f} MB conv output is never written or read; {v.split} programs per (n, channels) "
-                        "+ a combine kernel")
-            elif v.family == "pool":
-                what = (f"the max-pool's window maxima and their mean in one pass over the conv output (the pooled "
-                        f"tensor never written), {v.split} programs per (n, c) row + a combine kernel")
-            elif v.family == "pool_fused":
-                mb = plan.mid_bytes / 1e6
-                what = (f"{plan.producer_kind} computed in the kernel window by window inside the max-pool: the "
-                        f"{mb:.0f} MB conv output is never written or read; only the taps that reach each window "
-                        "element are generated")
-            else:
-                what = v.family
-            return f"{figures}: {what} ({v.params()})"
+            return _reason(plan, v, figures, contiguous=contiguous, outside=outside, sms=sms)
 
         tuning = near_peak or self._stage == "tuning" or not (small or starved or contiguous)
         if current is not None and current.family in families and tuning:

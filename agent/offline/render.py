@@ -3,11 +3,8 @@ agent/data/kernels/*.py.j2 (jinja2 is imported on first use)."""
 
 from __future__ import annotations
 
-import functools
-from typing import Any
-
+from agent.offline.kernelctx import env, kernel_ctx, wrapper_args
 from agent.offline.models import Op, Operand, Plan, Variant
-from agent.offline.ops import _ops
 from agent.offline.tail import rows_call, with_rows_tail
 from agent.schema import GPUSpec
 
@@ -24,49 +21,6 @@ TEMPLATES = {
 }
 
 
-def _kernel_ctx(plan: Plan, ops: list[Op], where: str, value: str) -> dict[str, Any]:
-    """Kernel parameters, operand loads and op lines for `ops` applied to `value` ('v' or 'r'). `where` says how a
-    per-channel operand is indexed: one value per row ('c'), a vector over co ('co'), or over the channel block cs
-    of a channels-last tile ('cs': broadcast along the tile's positions for 'v')."""
-    spec = _ops()
-    used = sorted({op.operand for op in ops if op.operand is not None})
-    params, loads, lines = [], [], []
-    for i in used:
-        o = plan.operands[i]
-        if o.kind == "scalar":
-            params.append(f"s{i}")
-        else:
-            params.append(f"p{i}_ptr")
-            index = {"c": f"p{i}_ptr + c", "co": f"p{i}_ptr + co, mask=co_m, other=0.0",
-                     "cs": f"p{i}_ptr + cs, mask=cm, other=0.0"}[where]
-            loads.append(f"o{i} = tl.load({f'p{i}_ptr' if o.kind == 'single' else index}).to(tl.float32)")
-    for op in ops:
-        if op.operand is None:
-            expr = spec["unary"][op.name]["expr"].format(x=value)
-        else:
-            kind = plan.operands[op.operand].kind
-            name = f"s{op.operand}" if kind == "scalar" else f"o{op.operand}"
-            name += "[None, :]" if where == "cs" and value == "v" and kind == "channel" else ""
-            expr = spec["binary"][op.name]["expr"].format(x=value, o=name)
-        lines.append(f"{value} = {expr}")
-    needs_c = where == "c" and any(plan.operands[i].kind == "channel" for i in used)
-    return {"params": "".join(f", {p}" for p in params), "loads": loads, "ops": lines, "needs_c": needs_c, "used": used}
-
-
-def _wrapper_args(plan: Plan, used: list[int]) -> str:
-    return "".join(f", float(s{i})" if plan.operands[i].kind == "scalar" else f", p{i}" for i in used)
-
-
-@functools.cache
-def _env():
-    import jinja2
-
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("agent", "data/kernels"), undefined=jinja2.StrictUndefined,
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-    )
-
-
 def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
     """The complete ModelNew file for one variant."""
     fam = variant.family
@@ -76,25 +30,25 @@ def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
         plan = bias_folded(plan)  # pool_fused: a per-channel constant commutes with the window's max and the mean
     # per-channel operands: per row, or a vector
     where = {"algebraic": "co", "nhwc": "cs", "fused": "cs", "pool_fused": "cs"}.get(fam, "c")
-    pre, post = _kernel_ctx(plan, plan.pre, where, "v"), _kernel_ctx(plan, plan.post, where, "r")
+    pre, post = kernel_ctx(plan, plan.pre, where, "v"), kernel_ctx(plan, plan.post, where, "r")
     # partials, then a combine kernel
     two = fam in ("split", "fused", "pool", "pool_fused") or (fam == "nhwc" and variant.split > 1)
     if plan.window is not None:  # ops before the window's max and after it, both in the partial kernel
-        both = _kernel_ctx(plan, plan.pre + plan.pooled, where, "v")
-        k = {**both, "pre": pre["ops"], "pooled": _kernel_ctx(plan, plan.pooled, where, "v")["ops"], "post": []}
+        both = kernel_ctx(plan, plan.pre + plan.pooled, where, "v")
+        k = {**both, "pre": pre["ops"], "pooled": kernel_ctx(plan, plan.pooled, where, "v")["ops"], "post": []}
         k2 = {**post, "pre": [], "post": post["ops"]}
     elif two:
         # the partial kernel applies the per-element ops, the combine kernel the per-row ones
         k, k2 = {**pre, "pre": pre["ops"], "post": []}, {**post, "pre": [], "post": post["ops"]}
     else:
-        both = _kernel_ctx(plan, plan.pre + plan.post, where, "v")
+        both = kernel_ctx(plan, plan.pre + plan.post, where, "v")
         k = k2 = {**both, "pre": pre["ops"], "post": post["ops"]}
     every = range(len(plan.operands))
     w = {
         "params": "".join(f", s{i}" if plan.operands[i].kind == "scalar" else f", p{i}" for i in every),
         "prep": [f"p{i} = p{i}.reshape(-1).to(torch.float32).contiguous()"
                  for i in every if plan.operands[i].kind != "scalar"],
-        "args": _wrapper_args(plan, k["used"]), "args2": _wrapper_args(plan, k2["used"]),
+        "args": wrapper_args(plan, k["used"]), "args2": wrapper_args(plan, k2["used"]),
         "align": "".join(f", p{i}.data_ptr() % 16" for i in every if plan.operands[i].kind != "scalar"),
         "shape": ("N, Cout" if fam == "algebraic" else "N, C") + ", 1" * plan.out_ones,
         "doc": _wrapper_doc(plan, variant),
@@ -130,7 +84,7 @@ def render(plan: Plan, variant: Variant, gpu: GPUSpec) -> str:
         doc = f"{plan.producer_kind} (PyTorch) -> epilogue + global average pool fused in Triton ({fam} reduction)."
     if plan.rowwise is not None:  # a reduction over the channels after the pool: a second kernel (offline.tail)
         call = rows_call(plan, call)
-    template = _env().get_template(TEMPLATES[fam])
+    template = env().get_template(TEMPLATES[fam])
     code = template.render(plan=plan, v=variant, k=k, k2=k2, w=w, gpu=gpu, doc=doc, call=call, producer=producer,
                            conv_call=conv_call, two=two)
     return code if plan.rowwise is None else with_rows_tail(plan, code)

@@ -5,6 +5,7 @@ one, from agent/data/kernels/_rows_tail.j2, and ModelNew.forward calls it on the
 
 from __future__ import annotations
 
+from agent.offline.kernelctx import env, kernel_ctx, wrapper_args
 from agent.offline.models import Plan
 from agent.offline.ops import _ops
 
@@ -20,19 +21,17 @@ def rows_call(plan: Plan, call: str) -> str:
 
 def with_rows_tail(plan: Plan, code: str) -> str:
     """The family's rendered file with the tail's kernel and wrapper put before class ModelNew."""
-    from agent.offline.render import _env, _kernel_ctx, _wrapper_args
-
     tail = plan.rowwise
     assert tail is not None
     spec = _ops()["channel_reduce"][tail.reduce]
-    t = _kernel_ctx(plan, tail.ops, "c", "r")  # per-row operands: scalars or single values, never per channel
+    t = kernel_ctx(plan, tail.ops, "c", "r")  # per-row operands: scalars or single values, never per channel
     described = " then ".join([f"{tail.reduce} over the channels"] + [op.name for op in tail.ops])
-    source = _env().get_template("_rows_tail.j2").render(
+    source = env().get_template("_rows_tail.j2").render(
         t=t, fill=spec["fill"], reduce=spec["lines"], out_ones=tail.out_ones,
         params="".join(f", s{i}" if plan.operands[i].kind == "scalar" else f", p{i}" for i in t["used"]),
         prep=[f"p{i} = p{i}.reshape(-1).to(torch.float32).contiguous()"
               for i in t["used"] if plan.operands[i].kind != "scalar"],
-        args=_wrapper_args(plan, t["used"]),
+        args=wrapper_args(plan, t["used"]),
         doc=f"The pooled (N, C, ...) values y, {described}: one program per batch row.",
     )
     head, sep, rest = code.partition(_CLASS)

@@ -27,8 +27,6 @@ sizes only (a warning says so).
 
 from __future__ import annotations
 
-import importlib.util
-import itertools
 import logging
 import math
 import re
@@ -38,7 +36,7 @@ from typing import Literal
 
 from agent.datafiles import data_file, load_toml
 from agent.errors import UserError, unknown
-from agent.problems.source import SizeSource
+from agent.problems.source import SizeSource, load_module
 from agent.schema import Number, ProblemSpec, SizeOverrides, SizeSet
 
 _HERE = Path(__file__).parent
@@ -54,7 +52,6 @@ _WIDE = re.compile(r"channel|feature|hidden|dim|^c$", re.I)
 _AXIS = re.compile(r"axis|(^|_)dim$", re.I)  # with a value under 8, an axis (sum_dim = 1, dim = 1): kept
 _DIVISOR = re.compile(r"group|head", re.I)  # kept counts that must divide a channel-like size (GroupNorm, heads)
 _LOOKALIKES = "kernelbench"  # agent/data/kernelbench/: KernelBench look-alikes, named by their file's stem
-_counter = itertools.count()
 
 
 def _registry() -> dict[str, dict]:
@@ -171,21 +168,6 @@ def derive_sizes(module: ModuleType) -> dict[str, list[SizeSet]]:
         "sizes": [SizeSet(label="full"), SizeSet(label="odd", overrides=odd)],
         "cpu_sizes": [*cpu_sizes, SizeSet(label="cpu-odd", overrides=cpu_odd)],
     }
-
-
-def load_module(path: Path, overrides: SizeOverrides | None = None) -> ModuleType:
-    """Execute `path` as a fresh module (never cached in sys.modules) with size globals rebound."""
-    name = f"_agent_problem_{path.stem}_{next(_counter)}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None:
-        raise UserError(f"cannot load problem file {path}")
-    module = importlib.util.module_from_spec(spec)
-    code = SizeSource(path).compile(overrides or {})  # overrides bound where the file binds them: derived ones follow
-    try:
-        exec(code, module.__dict__)
-    except Exception as e:  # a user's file: report, don't crash
-        raise UserError(f"problem file {path} failed to load: {type(e).__name__}: {e}") from e
-    return module
 
 
 def starting_code(problem: ProblemSpec) -> str | None:

@@ -26,7 +26,7 @@ def _runs(path: Path, overrides: SizeOverrides, device: Literal["meta", "cpu"]) 
     """Why the problem's Model cannot run one forward at these sizes on `device` (None: it can)."""
     import torch
 
-    from agent.problems import load_module
+    from agent.problems.source import load_module
 
     try:
         module = load_module(path, overrides)  # a file may refuse a size itself (an assert at import)

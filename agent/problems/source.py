@@ -17,13 +17,17 @@ a derived size at which the reference then fails is skipped (agent.problems.runn
 from __future__ import annotations
 
 import ast
+import importlib.util
+import itertools
 import operator
 from collections import Counter
 from pathlib import Path
-from types import CodeType
+from types import CodeType, ModuleType
 
 from agent.errors import UserError
 from agent.schema import Number, SizeOverrides
+
+_counter = itertools.count()
 
 
 # Constant arithmetic a size may be written in (`M = 8192 * 2`, `K = 131072 * 8`: 12 of KernelBench's 100 level-1
@@ -162,3 +166,18 @@ class SizeSource:
 def _one_line(text: str, limit: int = 80) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
+def load_module(path: Path, overrides: SizeOverrides | None = None) -> ModuleType:
+    """Execute `path` as a fresh module (never cached in sys.modules) with size globals rebound."""
+    name = f"_agent_problem_{path.stem}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None:
+        raise UserError(f"cannot load problem file {path}")
+    module = importlib.util.module_from_spec(spec)
+    code = SizeSource(path).compile(overrides or {})  # overrides bound where the file binds them: derived ones follow
+    try:
+        exec(code, module.__dict__)
+    except Exception as e:  # a user's file: report, don't crash
+        raise UserError(f"problem file {path} failed to load: {type(e).__name__}: {e}") from e
+    return module

@@ -29,7 +29,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from agent.errors import UserError
-from agent.schema import Answer, Candidate, EvalResult, Group, Profile, RunConfig, Usage
+from agent.runconfig import RunConfig
+from agent.schema import Answer, Candidate, EvalResult, Group, Profile, Usage
 from agent.store import files, index
 from agent.store.files import write_atomic
 from agent.store.index import (

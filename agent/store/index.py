@@ -19,7 +19,8 @@ from typing import TypeVar
 
 from agent.ncu.metadata import DRAM, DURATION, longest_kernel
 from agent.redact import scrub
-from agent.schema import CLOCK_KEYS, Candidate, Group, Profile, RunConfig, Usage
+from agent.runconfig import RunConfig
+from agent.schema import CLOCK_KEYS, Candidate, Group, Profile, Usage
 from agent.store.files import TMP_PREFIX, alive, load, read_candidate, run_dirs
 from agent.store.migrations import apply_migrations, packaged_migrations
 from agent.store.records import CallRecord, IterationRecord, RunRecord

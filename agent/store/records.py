@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agent.schema import Candidate, Group, Model, RunConfig, Usage, Verdict
+from agent.runconfig import RunConfig
+from agent.schema import Candidate, Group, Model, Usage, Verdict
 
 RunStatus = Literal["running", "finished", "failed", "interrupted"]
 RUN_STATUSES: tuple[str, ...] = ("running", "finished", "failed", "interrupted")

@@ -24,6 +24,7 @@ from agent.catalog import find_gpu
 from agent.harness.settings import settings
 from agent.ncu import diff as metrics_diff
 from agent.printable import printable
+from agent.runconfig import AUTO
 from agent.schema import Candidate, GPUSpec, Timing, Verdict
 from agent.store import IterationRecord, RunRecord
 from agent.view.fmt import energy_text, fmt_cost, fmt_mj, fmt_ms, fmt_tokens, fmt_x
@@ -150,7 +151,7 @@ def _facts(data: ReportInput, chain: list[Candidate]) -> list[tuple[str, str]]:
     best = chain[-1] if chain else None
     t = best.result.timing if best else None
     facts = [("status", run.status), ("problem", run.config.problem),
-             ("stage", run.config.stage + (" (the ladder, by bottleneck)" if run.config.stage == "auto" else "")),
+             ("stage", run.config.stage + (" (the ladder, by bottleneck)" if run.config.stage == AUTO else "")),
              ("GPU", f"{run.gpu} ({run.device})"), ("objective", run.config.objective),
              ("numerics", _numerics(run.config.precision)),
              ("proposer", run.config.llm + (f" ({run.config.model})" if run.config.llm == "openai" else "")),

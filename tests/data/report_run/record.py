@@ -25,7 +25,8 @@ ROUNDS = [  # three answers per iteration: (file, what it is)
 
 def main() -> int:
     sys.path.insert(0, str(REPO))
-    from agent.schema import Answer, Candidate, EvalResult, RunConfig, Verdict
+    from agent.runconfig import RunConfig
+    from agent.schema import Answer, Candidate, EvalResult, Verdict
     from agent.store import Store
 
     root = Path(tempfile.mkdtemp(prefix="report-run-"))
