@@ -32,6 +32,7 @@ from typing import Any, Literal
 from agent.datafiles import load_toml
 from agent.harness.job import Launch, Op, Read, Span, Storage, Trace, Traffic
 from agent.harness.launchargs import classes_now, foreign_arguments, known_types
+from agent.harness.storetargets import stored_parameters
 
 
 class OperatorKinds:
@@ -56,6 +57,26 @@ class OperatorKinds:
 @lru_cache(maxsize=1)
 def operator_kinds() -> OperatorKinds:
     return OperatorKinds(load_toml("operators.toml"))
+
+
+def _stored_tensors(args: Any, stores: tuple[list[str], frozenset[str] | None] | None, tensors: list[Any],
+                    torch: Any) -> list[Any]:
+    """The tensor arguments a GPU launch may have stored to (agent.harness.storetargets): the launcher's last
+    arguments are the kernel's, in its parameters' order. Every tensor argument where that cannot be told."""
+    positional = args[0] if isinstance(args, tuple) and args and isinstance(args[0], tuple) else ()
+    # Triton >= 3.3's launcher: grid (3), stream, function, packed metadata, launch metadata, two hooks, then every
+    # parameter's value; any other count is another launcher: tell nothing apart
+    if stores is None or stores[1] is None or not stores[0] or len(positional) != len(stores[0]) + 9:
+        return tensors
+    names, stored = stores[0], stores[1]
+    out = []
+    for param, value in zip(names, positional[len(positional) - len(names):]):
+        if param in stored:
+            if isinstance(value, torch.Tensor):
+                out.append(value)
+            elif not isinstance(value, (int, float, bool, str, type(None))):
+                return tensors  # a descriptor or a wrapper holds the tensor: tell nothing apart
+    return out
 
 
 def _tensors(obj: Any, torch: Any) -> list[Any]:
@@ -192,10 +213,13 @@ class Tracker:
             init(self, src, metadata, *args, **kwargs)
             self._agent_kernel = getattr(metadata, "name", None) or getattr(getattr(src, "fn", None), "__name__", "?")
             self._agent_pdl = bool(getattr(metadata, "launch_pdl", False))
+            fn = getattr(src, "fn", None)
+            self._agent_stores = (list(vars(fn).get("arg_names") or []), stored_parameters(fn)) \
+                if fn is not None and hasattr(fn, "__dict__") else None
 
         def new_call(self: Any, *args: Any, **kwargs: Any) -> Any:
             return tracker._launch(getattr(self, "_agent_kernel", "?"), (args, kwargs), lambda: original(self, *args, **kwargs),
-                                   pdl=getattr(self, "_agent_pdl", False))
+                                   pdl=getattr(self, "_agent_pdl", False), stores=getattr(self, "_agent_stores", None))
 
         launcher.__init__, launcher.__call__ = new_init, new_call
         self.installed = f"{launcher.__module__}.{launcher.__qualname__}"
@@ -286,7 +310,8 @@ class Tracker:
             self.memory.forget(key)
         self.launch_storages.discard(key)
 
-    def _launch(self, name: str, args: Any, run: Callable[[], Any], pdl: bool = False) -> Any:
+    def _launch(self, name: str, args: Any, run: Callable[[], Any], pdl: bool = False,
+                stores: tuple[list[str], frozenset[str] | None] | None = None) -> Any:
         if self.depth:
             return run()
         if self.count_only:
@@ -319,7 +344,8 @@ class Tracker:
                 self.trusted.sync()
                 if self._ablation is not None:
                     with self.trusted.apart():
-                        self._ablation.destroy_arguments(tensors, self._protected())
+                        self._ablation.destroy_arguments(_stored_tensors(args, stores, tensors, self.torch),
+                                                         self._protected())
                     self.trusted.sync()
             if self._tainted & set(by_key):
                 self._taint([t for t in by_key.values() if self._id(t) in {w.id for w in written}])
