@@ -78,9 +78,14 @@ def test_the_prompt_says_tf32_only_when_the_run_admits_it():
 
 
 def test_a_resumed_run_keeps_its_precision():
-    from agent.commands.run import FIXED
+    import pytest
 
-    assert FIXED["precision"] == "precision"  # --precision on --resume must match what the run measured with
+    from agent.errors import UserError
+    from agent.runconfig import RunConfig, resumed, run_flags
+
+    assert not next(f for f in run_flags() if f.field == "precision").flag.resumable
+    with pytest.raises(UserError, match="--precision tf32: run r1 was started with fp32"):
+        resumed(RunConfig(precision="fp32"), {"precision": "tf32"}, "r1")  # what the run measured with is kept
 
 
 def test_the_tolerance_is_the_sizes_not_one_draws():
