@@ -3,7 +3,7 @@
     ncu --target-processes all --nvtx --nvtx-include agent_profile/ --kernel-name regex:^(k1|k2)$
         --launch-count 16 --clock-control base (--metrics M1,M2,... --section SourceCounters | --set full) --import-source no
         -f -o WORKDIR/profile
-        python -m agent.harness.worker WORKDIR/job.json          (mode "profile")
+        python -m agent.harness.worker.main WORKDIR/job.json          (mode "profile")
 
 The worker warms the candidate up (JIT compilation happens there, outside the range), then runs one call inside
 the push/pop NVTX range "agent_profile" (the trailing slash in --nvtx-include selects push/pop ranges); ncu keeps
@@ -46,7 +46,7 @@ from agent.schema import Model, ProblemSpec, Profile, Stage
 
 if TYPE_CHECKING:
     from agent.harness.job import WorkerResult
-    from agent.harness.sandbox import SandboxResult
+    from agent.harness.wall.sandbox import SandboxResult
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +130,8 @@ def profile(req: ProfileRequest) -> Profile:
     crashes under it, no kernel was profiled, or the report cannot be read.
     """
     from agent.harness.job import prepare_job, read_result, worker_argv, worker_env
-    from agent.harness.policy import kernel_names
-    from agent.harness.sandbox import run_sandboxed
+    from agent.harness.static.policy import kernel_names
+    from agent.harness.wall.sandbox import run_sandboxed
     from agent.harness.settings import settings
     from agent.ncu import read_report, stage_metric_set
 
@@ -144,7 +144,7 @@ def profile(req: ProfileRequest) -> Profile:
         raise ProfileError("no_kernels", "the candidate defines no @triton.jit kernel to profile")
 
     if req.gpu_lock is None:  # profile behind this GPU's lock, like every evaluation here (exclusive while counting)
-        from agent.harness.gpulock import lock_path
+        from agent.harness.wall.gpulock import lock_path
 
         req = req.model_copy(update={"gpu_lock": lock_path(_visible_device(req.device))})
     workdir = Path(tempfile.mkdtemp(prefix="agent-profile-"))
@@ -158,7 +158,7 @@ def profile(req: ProfileRequest) -> Profile:
         log.debug("profiling: %s", " ".join(argv))
         started = time.monotonic()
         if req.gpu_lock is not None:
-            from agent.harness.gpulock import ensure
+            from agent.harness.wall.gpulock import ensure
 
             ensure(req.gpu_lock)
         res = run_sandboxed(argv, workdir=workdir, timeout_s=req.timeout_s, env=env,

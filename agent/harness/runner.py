@@ -10,7 +10,7 @@ from pathlib import Path
 from agent.errors import HarnessError
 from agent.harness import preflight
 from agent.harness.job import Device, worker_argv, worker_env
-from agent.harness.sandbox import Deadline, SandboxResult, SandboxUnavailable, run_sandboxed
+from agent.harness.wall.sandbox import Deadline, SandboxResult, SandboxUnavailable, run_sandboxed
 from agent.harness.settings import settings
 from agent.schema import ProblemSpec, SizeSet
 
@@ -30,7 +30,7 @@ def run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, 
     env = worker_env(device)
     expose = []
     if gpu_lock is not None:  # the worker takes this GPU's lock: visible (read-only) inside the sandbox
-        from agent.harness.gpulock import ensure
+        from agent.harness.wall.gpulock import ensure
 
         ensure(gpu_lock)
         expose.append(gpu_lock.parent)
@@ -42,7 +42,7 @@ def run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, 
         raise HarnessError(str(e), "candidates never run without their sandbox") from e
     if not sb.contained:
         why = sb.stderr.strip().splitlines()[-1] if sb.stderr.strip() else "?"
-        raise HarnessError(f"the sandbox could not be built: {why}", "see agent/harness/contain.py for what it needs")
+        raise HarnessError(f"the sandbox could not be built: {why}", "see agent/harness/wall/contain.py for what it needs")
     if _suspect(sb, workdir):  # ours, or the code's it ran? (agent.harness.preflight)
         preflight.verify(device, tuple(hide))
     return sb

@@ -26,11 +26,11 @@ from agent.harness.job import (
     prepare_job,
     read_result,
 )
-from agent.harness.judge import sandbox_failure
+from agent.harness.judge.verdict import sandbox_failure
 from agent.harness.runner import gpu_name, load_tensors, run_worker, sizes_for
-from agent.harness.saturation import scales
+from agent.harness.judge.saturation import scales
 from agent.harness.settings import settings
-from agent.harness.validate import Reference
+from agent.harness.judge.validate import Reference
 from agent.schema import ProblemSpec, SizeSet
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class Shared:
 
     def varied(self, problem: ProblemSpec, sizes: list[SizeSet], distributions: list[str]) -> list[tuple[int, str]]:
         """The sizes at which the truth saturates on every draw and the inputs that keep it in range
-        (agent.harness.saturation.scales), measured once per problem and sizes."""
+        (agent.harness.judge.saturation.scales), measured once per problem and sizes."""
         name = entry_name(f"{problem.name}-varied", problem.path.read_bytes(),
                           json.dumps([s.model_dump() for s in sizes], sort_keys=True), json.dumps(distributions))
         with self._lock:

@@ -43,7 +43,7 @@ def stage() -> Stage:
 def plain_run(code: str, problem) -> dict:
     """The worker's profile mode without ncu, sandboxed the same way: what the candidate costs by itself."""
     from agent.harness.job import prepare_job, read_result, worker_argv, worker_env
-    from agent.harness.sandbox import run_sandboxed
+    from agent.harness.wall.sandbox import run_sandboxed
 
     workdir = Path(tempfile.mkdtemp(prefix="agent-plain-"))
     try:

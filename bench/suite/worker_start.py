@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from agent.harness import template  # noqa: E402
+from agent.harness.wall import template  # noqa: E402
 from agent.harness.job import prepare_job, read_result  # noqa: E402
 from agent.harness.runner import run_worker  # noqa: E402
 from agent.problems import load_problem  # noqa: E402

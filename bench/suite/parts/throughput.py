@@ -40,7 +40,7 @@ def _static_phase(mf: dict, code: str, stage: Any) -> dict:
     """Extraction + static checks, on every answer the memory-fusion run recorded (CPU only, in process)."""
     import ast as _ast
 
-    from agent.harness import extract, policy
+    from agent.harness.static import extract, policy
     from agent.stages import absent_triton_functions
 
     texts = []
@@ -77,7 +77,7 @@ def _worker_phases(data: dict, code: str, problem: Any, device: str, deadline: f
         worker_argv,
         worker_env,
     )
-    from agent.harness.sandbox import run_sandboxed
+    from agent.harness.wall.sandbox import run_sandboxed
     from agent.harness.settings import settings
 
     cfg = settings().sandbox
