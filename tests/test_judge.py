@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import torch
 
-from agent.harness.worker.ablation import still_right
+from agent.harness.judge.validate import still_right
 from agent.harness.job import Ablated, TrialRecord, WorkerResult
 from agent.harness.judge.verdict import _ablated
 from agent.harness.judge.validate import Reference

@@ -16,7 +16,7 @@ from typing import Any
 
 from agent.harness.static import gpuonly
 from agent.harness.judge import rules
-from agent.harness.worker.ablation import still_right
+from agent.harness.judge.validate import still_right
 from agent.harness.job import Device, TrialSpec, WorkerResult
 from agent.harness.wall.limit import Limit
 from agent.harness.wall.sandbox import SandboxResult

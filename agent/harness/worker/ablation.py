@@ -77,29 +77,3 @@ class Ablation:
                 if where.size and int(where.max()) < raw.size:
                     raw[where] = held
         self._saved = []
-
-
-def still_right(ref: Any, trial_id: int, outputs: list[Any], precision: str) -> list[int]:
-    """Parent side: the indices of the ablated call's floating outputs that are still within the tolerance of the
-    truth of the trial whose inputs it ran on."""
-    import torch
-
-    from agent.harness.settings import tolerance
-    from agent.harness.judge.validate import _eager_for, eager_by_output, rel_error
-
-    r = ref.index().get(trial_id)
-    if r is None:
-        return []
-    rt, truth = ref.trials[r], ref.truths[r]
-    eager_at = eager_by_output(ref)
-    right = []
-    for k, (o, t) in enumerate(zip(outputs, truth)):
-        if not isinstance(o, torch.Tensor) or not o.is_floating_point() or list(o.shape) != list(t.shape):
-            continue
-        if o.numel() == 0:  # nothing to destroy: an empty output (a batch of 1 trimmed by [:-1]) is right by default
-            continue
-        if not bool(torch.isfinite(o).all()):
-            continue
-        if rel_error(o, t) <= tolerance(_eager_for(eager_at, rt.size, k), precision):
-            right.append(k)
-    return right

@@ -53,7 +53,7 @@ def _reference(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
 
     from agent.harness.worker.trace import Tracker
     from agent.harness.worker.trusted import Trusted
-    from agent.harness.judge.validate import eager_errors, rel_error
+    from agent.harness.worker.errors import eager_errors, rel_error
 
     result.phase = "reference"
     gpu.take("shared", result, job)
@@ -125,7 +125,7 @@ def _baseline(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
     from agent.harness.worker.timing import Bench
     from agent.harness.worker.trusted import Trusted
     from agent.harness.worker.inputs import make_inputs
-    from agent.harness.judge.validate import errors_vs_fp64
+    from agent.harness.worker.errors import errors_vs_fp64
 
     result.phase = "baseline"
     gpu.take("exclusive", result, job)
@@ -171,7 +171,7 @@ def _compile_fp32(model: Any, checks: list[list[Any]], job: WorkerJob, result: W
     import torch._dynamo
 
     from agent.harness.worker.timing import Bench
-    from agent.harness.judge.validate import errors_vs_fp64
+    from agent.harness.worker.errors import errors_vs_fp64
 
     cudnn, matmul = torch.backends.cudnn, torch.backends.cuda.matmul
     saved = (cudnn.allow_tf32, matmul.allow_tf32, torch.get_float32_matmul_precision())
