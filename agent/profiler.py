@@ -129,10 +129,9 @@ def profile(req: ProfileRequest) -> Profile:
     Raises ProfileError (one line) when ncu is missing, lacks counter permission, times out, the candidate
     crashes under it, no kernel was profiled, or the report cannot be read.
     """
-    from agent.harness.job import prepare_job, read_result, worker_argv, worker_env
+    from agent.harness.job import prepare_job, read_result
+    from agent.harness.runner import run_job
     from agent.harness.static.policy import kernel_names
-    from agent.harness.wall.sandbox import run_sandboxed
-    from agent.harness.settings import settings
     from agent.ncu import read_report, stage_metric_set
 
     ncu = find_ncu()
@@ -152,18 +151,11 @@ def profile(req: ProfileRequest) -> Profile:
         job_path = prepare_job(workdir, "profile", req.problem, code=req.code, device="cuda", gpu_lock=req.gpu_lock)
         _set_warmup(job_path, req.warmup)
         stem = workdir / _REPORT_STEM
-        argv = ncu_argv(ncu, req, kernels, stem) + worker_argv(job_path)
-        env = worker_env("cuda")
-        env["CUDA_VISIBLE_DEVICES"] = _visible_device(req.device)
-        log.debug("profiling: %s", " ".join(argv))
+        wrap = ncu_argv(ncu, req, kernels, stem)
+        log.debug("profiling: %s", " ".join(wrap))
         started = time.monotonic()
-        if req.gpu_lock is not None:
-            from agent.harness.wall.gpulock import ensure
-
-            ensure(req.gpu_lock)
-        res = run_sandboxed(argv, workdir=workdir, timeout_s=req.timeout_s, env=env,
-                            memory_mb=settings().sandbox.memory_mb_gpu, output_limit_bytes=8 << 20,
-                            hide=req.hide, expose=[req.gpu_lock.parent] if req.gpu_lock else [])
+        res = run_job(workdir, job_path, "cuda", req.timeout_s, None, list(req.hide), req.gpu_lock, wrap=wrap,
+                      env={"CUDA_VISIBLE_DEVICES": _visible_device(req.device)}, output_limit_bytes=8 << 20)
         wall = time.monotonic() - started
         result = read_result(workdir / "result.json")
         report = stem.with_name(stem.name + ".ncu-rep")

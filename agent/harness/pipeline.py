@@ -39,7 +39,7 @@ from agent.harness.job import (
 from agent.harness.judge.verdict import judge
 from agent.harness.wall.limit import ConfigPasses, Limit, limit_for
 from agent.harness.prewarm import Prewarm
-from agent.harness.runner import load_tensors, run_worker, sizes_for
+from agent.harness.runner import load_tensors, run_job, sizes_for
 from agent.harness.wall.sandbox import Deadline
 from agent.harness.settings import settings
 from agent.harness.judge.saturation import varied_trials
@@ -208,10 +208,10 @@ def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Li
         elif passes is not None:
             deadline = Deadline()
             deadline.arm(lim.seconds, passes)
-            sb = run_worker(workdir, path, device, lim.seconds * passes.most, req.memory_mb, job.hide(), req.gpu_lock,
+            sb = run_job(workdir, path, device, lim.seconds * passes.most, req.memory_mb, job.hide(), req.gpu_lock,
                             deadline)
         else:
-            sb = run_worker(workdir, path, device, lim.seconds, req.memory_mb, job.hide(), req.gpu_lock)
+            sb = run_job(workdir, path, device, lim.seconds, req.memory_mb, job.hide(), req.gpu_lock)
         if passes is not None:
             lim = passes.limit(lim)
         exited = time.monotonic()

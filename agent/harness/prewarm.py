@@ -23,7 +23,7 @@ class Prewarm:
 
     def __init__(self, device: Device, hide: list[Path], gpu_lock: Path | None, cap_s: float,
                  memory_mb: int | None = None) -> None:
-        from agent.harness.runner import run_worker
+        from agent.harness.runner import run_job
 
         self.device, self.hide, self.gpu_lock = device, list(hide), gpu_lock
         self.workdir = Path(tempfile.mkdtemp(prefix="agent-eval-")).resolve()
@@ -34,7 +34,7 @@ class Prewarm:
 
         def run() -> None:
             try:  # cap_s bounds a worker nobody releases; the candidate's own limit starts at release
-                self._result = run_worker(self.workdir, self.job_path, device, cap_s, memory_mb, self.hide, gpu_lock,
+                self._result = run_job(self.workdir, self.job_path, device, cap_s, memory_mb, self.hide, gpu_lock,
                                           self.deadline)
             except BaseException as e:  # a sandbox that cannot be built: raised again in wait()
                 self._error = e
