@@ -100,7 +100,8 @@ def _kind_words(kind: str) -> str:
 
 def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]], config_labels: list[str],
             precision: str = "fp32", tf32_dot: bool = True) -> Comparison:
-    """One Check per candidate trial; the verdict fails on the first class of problem, with the worst case described."""
+    """One Check per candidate trial; the verdict fails on the first class of problem, with the worst case described.
+    Over 80 lines: one pass over the trials, each class of problem in the order the verdict names the first."""
     import torch
 
     index = ref.index()

@@ -47,7 +47,8 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
           ablation: tuple[int | None, list[list[Any]]] = (None, [])) -> None:
     """Fill result's verdict, message, checks and timing. `energy_pool`: the timing pool's indices checked in the
     energy loop (their outputs come back only where energy was measured). `ablation`: the trial after which the
-    worker was asked for an ablated call, and that call's outputs (agent.harness.worker.ablation)."""
+    worker was asked for an ablated call, and that call's outputs (agent.harness.worker.ablation). Over 80 lines: the
+    verdicts in the order they take precedence, read top to bottom in one place."""
     asked = {t.id for t in trials}
     invented = sorted({r.id for r in (res.trials if res else [])} - asked)
     known = [(r, o) for r, o in zip(res.trials if res else [], outputs) if r.id in asked]

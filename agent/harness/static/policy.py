@@ -1,5 +1,7 @@
 """Static policy: an allowlist checked on the candidate's AST before any of it runs (data in agent/data/policy.toml). Pure:
-code in, violations out, in time linear in the code's size and never longer than a hard cap.
+code in, violations out, in time linear in the code's size and never longer than a hard cap. Over 400 lines because
+_Checker is one tree walk whose visits share the scope's state (aliases, own instances, kernel names): each rule's
+reading of the tree lives in its own module (names, owned, ownself, tells, kernelrules, ...), the walk stays one.
 
 What a kernel module may do: import the allowed modules (and reach no other module through their attributes:
 agent.harness.static.reach), call the allowed builtins, use triton's decorators and triton.language. What it may not:

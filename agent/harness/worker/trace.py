@@ -1,4 +1,5 @@
-"""What a forward does, recorded where it happens (inside the candidate's worker).
+"""What a forward does, recorded where it happens (inside the candidate's worker). Over 400 lines because Tracker is
+one object: its launch hook and its dispatch mode read and write the same storages' record, in the forward's order.
 
 Tracker hooks the one place every Triton launch passes, at class level, so kernels defined in functions, in
 `__init__`, autotuned or compiled by hand are all seen: the interpreter's GridExecutor in CPU mode, the active
