@@ -1,7 +1,7 @@
 """agent.harness.wall.template and agent.harness.wall.forkserver: each worker is forked from a template that imported torch,
 Triton and the harness and never ran a candidate, so it starts from a state no earlier candidate touched.
 
-The hostile answers here run without the static policy (prepare_job + run_worker, as the pipeline runs an answer
+The hostile answers here run without the static policy (prepare_job + run_job, as the pipeline runs an answer
 that passed it): the wall, not the policy, is under test. Each leaves what it can for the next worker (patched
 torch, Triton and nn.Module methods, a cached tensor, a module in sys.modules, os.environ, files in every place it
 can write, a thread that keeps patching, a detached process); the witness after it, forked from the same template,
@@ -26,7 +26,7 @@ import pytest
 from agent.harness import EvalRequest, evaluate
 from agent.harness.wall import template
 from agent.harness.job import prepare_job, read_result
-from agent.harness.runner import run_worker
+from agent.harness.runner import run_job
 from agent.problems import load_problem
 from agent.schema import Verdict
 from agent.stages import get_stage
@@ -128,7 +128,7 @@ def run(code: str, workdir: Path, device: str = "cpu"):
     """One worker on `code`, without the static checks: (sandbox result, worker result)."""
     problem = load_problem("gap44")
     job = prepare_job(workdir, "evaluate", problem, code=code, device=device, seed=1)
-    sb = run_worker(workdir, job, device, 180, None, [], None)  # type: ignore[arg-type]
+    sb = run_job(workdir, job, device, 180, None, [], None)  # type: ignore[arg-type]
     return sb, read_result(workdir / "result.json")
 
 
@@ -241,11 +241,11 @@ def test_the_template_ends_with_the_process_that_started_it(tmp_path, end):
         from pathlib import Path
         from agent.harness.wall import template
         from agent.harness.job import prepare_job
-        from agent.harness.runner import run_worker
+        from agent.harness.runner import run_job
         from agent.problems import load_problem
         job = prepare_job(Path({str(tmp_path / "w")!r}), "evaluate", load_problem("gap44"), code={CORRECT!r},
                           device="cpu", seed=1)
-        sb = run_worker(job.parent, job, "cpu", 180, None, [], None)
+        sb = run_job(job.parent, job, "cpu", 180, None, [], None)
         print(sb.warm, *template.templates.pids(), flush=True)
         if {end!r} == "sigkill":
             time.sleep(600)

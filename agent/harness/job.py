@@ -6,7 +6,8 @@ An evaluate worker reads its job and deletes it before the candidate is imported
 which timed calls are checked.
 
 Paths in a job are absolute and lie inside the sandbox's workdir, which the sandbox makes visible at the same path.
-Tensors (truths, candidate outputs) travel in `.pt` files beside the result JSON.
+Tensors (truths, candidate outputs) travel in `.pt` files beside the result JSON. Over 400 lines because the
+contract between the two processes stays in one file: each type beside the ones it holds, read by both sides.
 """
 
 from __future__ import annotations

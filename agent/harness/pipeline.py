@@ -4,6 +4,7 @@ worker behind the sandbox's wall -> the parent's judgement (outputs, trials, run
 The parent decides: it chooses the trials and the checked timed calls, requires a record for each, compares every
 output with the fp64 truth itself and applies the run-time rules to what the worker recorded. Whatever a candidate
 does, these functions return an EvalResult (secrets scrubbed from it): the agent process never dies of it.
+Over 400 lines: the cascade and the pool that runs a round's candidates side by side share its stages' order.
 """
 
 from __future__ import annotations
@@ -337,6 +338,8 @@ def evaluate_many(reqs: list[EvalRequest], shared: Shared | None = None,
 
 def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prewarm],
                    on_result: OnResult) -> list[EvalResult]:
+    """The round's candidates side by side. Over 80 lines: its closures share the pool, the results and the
+    Prewarms, and run in the order a candidate's phases take."""
     results: list[EvalResult | None] = [None] * len(reqs)
 
     def final(i: int) -> None:

@@ -52,11 +52,11 @@ def preload() -> None:
     import triton.language  # noqa: F401
     import triton.language.extra.libdevice  # noqa: F401
 
-    from agent.harness.worker import (  # noqa: F401
-        ablation, annotations, candidate, inputs, interpret, memrecord, timing, trace, trusted, main as worker,
-    )
     from agent.harness.wall import gpulock  # noqa: F401
-    from agent.harness.judge import validate  # noqa: F401
+    from agent.harness.worker import (  # noqa: F401
+        ablation, annotations, candidate, errors, inputs, interpret, memrecord, timing, trace, trusted, truth,
+        main as worker,
+    )
 
 
 def clean() -> str:
