@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _stop(signum: int, frame: object) -> None:
     """SIGINT, SIGTERM, SIGHUP: candidates' sandboxes first (their own sessions never see the signal, and threads
     waiting on them would keep the agent alive), then unwind like Ctrl-C: a run records itself interrupted."""
-    from agent.harness.proctree import kill_running
+    from agent.harness.wall.proctree import kill_running
 
     kill_running()
     raise Interrupted(signum)

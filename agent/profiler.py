@@ -3,7 +3,7 @@
     ncu --target-processes all --nvtx --nvtx-include agent_profile/ --kernel-name regex:^(k1|k2)$
         --launch-count 16 --clock-control base (--metrics M1,M2,... --section SourceCounters | --set full) --import-source no
         -f -o WORKDIR/profile
-        python -m agent.harness.worker WORKDIR/job.json          (mode "profile")
+        python -m agent.harness.worker.main WORKDIR/job.json          (mode "profile")
 
 The worker warms the candidate up (JIT compilation happens there, outside the range), then runs one call inside
 the push/pop NVTX range "agent_profile" (the trailing slash in --nvtx-include selects push/pop ranges); ncu keeps
@@ -46,7 +46,7 @@ from agent.schema import Model, ProblemSpec, Profile, Stage
 
 if TYPE_CHECKING:
     from agent.harness.job import WorkerResult
-    from agent.harness.sandbox import SandboxResult
+    from agent.harness.wall.sandbox import SandboxResult
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +129,9 @@ def profile(req: ProfileRequest) -> Profile:
     Raises ProfileError (one line) when ncu is missing, lacks counter permission, times out, the candidate
     crashes under it, no kernel was profiled, or the report cannot be read.
     """
-    from agent.harness.job import prepare_job, read_result, worker_argv, worker_env
-    from agent.harness.policy import kernel_names
-    from agent.harness.sandbox import run_sandboxed
-    from agent.harness.settings import settings
+    from agent.harness.job import prepare_job, read_result
+    from agent.harness.runner import run_job
+    from agent.harness.static.policy import kernel_names
     from agent.ncu import read_report, stage_metric_set
 
     ncu = find_ncu()
@@ -144,7 +143,7 @@ def profile(req: ProfileRequest) -> Profile:
         raise ProfileError("no_kernels", "the candidate defines no @triton.jit kernel to profile")
 
     if req.gpu_lock is None:  # profile behind this GPU's lock, like every evaluation here (exclusive while counting)
-        from agent.harness.gpulock import lock_path
+        from agent.harness.wall.gpulock import lock_path
 
         req = req.model_copy(update={"gpu_lock": lock_path(_visible_device(req.device))})
     workdir = Path(tempfile.mkdtemp(prefix="agent-profile-"))
@@ -152,18 +151,11 @@ def profile(req: ProfileRequest) -> Profile:
         job_path = prepare_job(workdir, "profile", req.problem, code=req.code, device="cuda", gpu_lock=req.gpu_lock)
         _set_warmup(job_path, req.warmup)
         stem = workdir / _REPORT_STEM
-        argv = ncu_argv(ncu, req, kernels, stem) + worker_argv(job_path)
-        env = worker_env("cuda")
-        env["CUDA_VISIBLE_DEVICES"] = _visible_device(req.device)
-        log.debug("profiling: %s", " ".join(argv))
+        wrap = ncu_argv(ncu, req, kernels, stem)
+        log.debug("profiling: %s", " ".join(wrap))
         started = time.monotonic()
-        if req.gpu_lock is not None:
-            from agent.harness.gpulock import ensure
-
-            ensure(req.gpu_lock)
-        res = run_sandboxed(argv, workdir=workdir, timeout_s=req.timeout_s, env=env,
-                            memory_mb=settings().sandbox.memory_mb_gpu, output_limit_bytes=8 << 20,
-                            hide=req.hide, expose=[req.gpu_lock.parent] if req.gpu_lock else [])
+        res = run_job(workdir, job_path, "cuda", req.timeout_s, None, list(req.hide), req.gpu_lock, wrap=wrap,
+                      env={"CUDA_VISIBLE_DEVICES": _visible_device(req.device)}, output_limit_bytes=8 << 20)
         wall = time.monotonic() - started
         result = read_result(workdir / "result.json")
         report = stem.with_name(stem.name + ".ncu-rep")

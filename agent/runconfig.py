@@ -83,7 +83,7 @@ class RunConfig(Model):
         "compare with published results: allclose with atol=rtol=1e-2 on 5 draws of the problem's get_inputs() at its "
         "own sizes)")] = Field(default="fp32", description="the numerics candidates (and torch.compile's own answer) "
                                                            "are held to: fp32, tf32's wider tolerance floor, or "
-                                                           "KernelBench's own check (agent.harness.kernelbench)")
+                                                           "KernelBench's own check (agent.harness.judge.kernelbench)")
     seed: Annotated[int, Flag("seed for weights and validation inputs (default: 0)")] = 0
     diagnosis: Annotated[bool, Flag("a [DIAGNOSIS] block of findings from the current best's profile and clocks in "
                                     "every prompt (default: on)", new=True, switch=True)] = Field(

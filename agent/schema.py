@@ -58,7 +58,7 @@ class GPUSpec(Model):
 
 class StageRules(Model):
     """What a stage adds to the common rules: a static one checked on the AST before anything runs, and a run-time
-    one checked on what the candidate's Triton launches wrote (agent.harness.rules)."""
+    one checked on what the candidate's Triton launches wrote (agent.harness.judge.rules)."""
 
     forbid_store_then_load: bool = Field(default=False, description="static: a kernel may not load back a value it "
                                                                     "stored at the same address")
@@ -158,7 +158,7 @@ class Verdict(StrEnum):
     CORRECT = "correct"
     # CPU mode cannot judge it: its work depends on the device or the interpreter (a branch on `x.is_cuda` or
     # TRITON_INTERPRET whose paths differ, a CUDA assert): neither correct nor a failure of the answer; on a GPU it is
-    # judged as any other (agent.harness.gpuonly)
+    # judged as any other (agent.harness.static.gpuonly)
     NEEDS_GPU = "needs_gpu"
 
     @property
@@ -180,7 +180,7 @@ class Check(Model):
     note: str = ""
 
 
-# What ranks candidates: one of the two clocks, or the GPU's energy per call (agent.harness.energy).
+# What ranks candidates: one of the two clocks, or the GPU's energy per call (agent.harness.worker.energy).
 Objective = Literal["latency", "device", "energy"]
 OBJECTIVES: tuple[Objective, ...] = ("latency", "device", "energy")
 SearchPolicy = Literal["greedy", "beam", "tree"]

@@ -1,10 +1,10 @@
-"""agent.harness.candidate: how the worker reads the candidate's module."""
+"""agent.harness.worker.candidate: how the worker reads the candidate's module."""
 
 from __future__ import annotations
 
 import types
 
-from agent.harness.candidate import model_new_of
+from agent.harness.worker.candidate import model_new_of
 
 
 def test_modelnew_is_read_from_the_modules_namespace_never_through_its_getattr():

@@ -379,12 +379,12 @@ def test_without_a_key_the_offline_proposer_runs_and_the_screen_says_so(tmp_path
 
 def _workers_of(pid: int) -> list[int]:
     """The candidate workers below process `pid` (sandboxes: unshare, its init, the worker)."""
-    from agent.harness.proctree import descendants
+    from agent.harness.wall.proctree import descendants
 
     found = []
     for child in descendants(pid):
         try:
-            if b"agent.harness.worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+            if b"agent.harness.worker.main" in Path(f"/proc/{child}/cmdline").read_bytes():
                 found.append(child)
         except OSError:
             pass
@@ -392,7 +392,7 @@ def _workers_of(pid: int) -> list[int]:
 
 
 def _alive(pids: list[int]) -> list[int]:
-    from agent.harness.proctree import alive
+    from agent.harness.wall.proctree import alive
 
     return [p for p in pids if alive(p)]
 

@@ -21,7 +21,7 @@ import pytest
 from fake_openai import ByCode, FakeOpenAI
 from test_cli_run import ANSWERS, CPU, NO_CODE, REPO, agent, json_events, ok, start, stop, wait_for
 
-from agent.harness.proctree import descendants
+from agent.harness.wall.proctree import descendants
 from agent.store import Store
 
 SLOW, FAST = ((ANSWERS / n).read_text() for n in ("slow_spin.md", "one_program.md"))

@@ -1,4 +1,4 @@
-"""Energy per call (agent.harness.energy, Bench.energy) as a specification, on the simulated GPU of test_timing with
+"""Energy per call (agent.harness.worker.energy, Bench.energy) as a specification, on the simulated GPU of test_timing with
 a simulated NVML counter; then what carries it (judge, Timing, the loop's best, the leaderboard) and, end to end on
 this CPU machine, how every command says it was not measured and why (`agent eval --objective energy --json`:
 tests/test_harness.py::test_cli_eval_json_has_both_clocks_the_objective_energy_and_where_the_time_went)."""
@@ -17,11 +17,11 @@ import torch
 from test_report import RECORDED, agent
 from test_timing import SimGpu, baselines, worker
 
-from agent.harness.energy import EnergyCounter, open_counter
+from agent.harness.worker.energy import EnergyCounter, open_counter
 from agent.harness.job import BenchStats, TimingPlan
 from agent.harness.settings import settings
-from agent.harness.timing import Bench
-from agent.harness.validate import Reference, compare_timed
+from agent.harness.worker.timing import Bench
+from agent.harness.judge.validate import Reference, compare_timed
 from agent.schema import NOT_RECORDED, Timing
 
 BUSY_W, IDLE_W = 400.0, 80.0
@@ -153,7 +153,7 @@ def fake_pynvml(monkeypatch, *, init: Exception | None = None, unsupported: bool
     mod = types.SimpleNamespace(NVMLError=NVMLError, NVMLError_NotSupported=NotSupported, nvmlInit=do_init,
                                 nvmlDeviceGetTotalEnergyConsumption=energy)
     monkeypatch.setitem(sys.modules, "pynvml", mod)
-    monkeypatch.setattr("agent.harness.energy._handle", lambda pynvml, device: ("handle", "Tesla K80"))
+    monkeypatch.setattr("agent.harness.worker.energy._handle", lambda pynvml, device: ("handle", "Tesla K80"))
 
 
 def test_open_counter_reads_nvml_or_says_why_not(monkeypatch):
@@ -173,7 +173,7 @@ def test_open_counter_reads_nvml_or_says_why_not(monkeypatch):
 
 
 def test_the_timing_carries_energy_per_call_and_what_the_baselines_take():
-    from agent.harness.judge import timing_from
+    from agent.harness.judge.verdict import timing_from
 
     w, base = worker(0.05, 0.12), baselines()
     assert w.timing is not None and base.eager is not None and base.compiled is not None

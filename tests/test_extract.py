@@ -1,8 +1,8 @@
-"""agent.harness.extract: which code in an answer gets evaluated."""
+"""agent.harness.static.extract: which code in an answer gets evaluated."""
 
 from __future__ import annotations
 
-from agent.harness.extract import declared_encoding, extract_code, why_no_code
+from agent.harness.static.extract import declared_encoding, extract_code, why_no_code
 
 CODE = "import torch\n\nclass ModelNew(torch.nn.Module):\n    pass\n"
 
@@ -96,7 +96,7 @@ def test_a_block_with_another_tag_counts_when_no_python_block_defines_model_new(
 
 
 def test_nul_position_is_line_and_column():
-    from agent.harness.extract import nul_position
+    from agent.harness.static.extract import nul_position
 
     assert nul_position("a = 1\nb = \x002\n") == (2, 5)
     assert nul_position("fine") is None

@@ -1,4 +1,4 @@
-"""agent.harness.gpuonly: what CPU mode cannot judge (a device or interpreter branch whose paths do different work,
+"""agent.harness.static.gpuonly: what CPU mode cannot judge (a device or interpreter branch whose paths do different work,
 a CUDA requirement met at run time), and that this is a verdict of its own only on the CPU."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from agent.harness.gpuonly import cpu_cannot_judge, cuda_required
+from agent.harness.static.gpuonly import cpu_cannot_judge, cuda_required
 from agent.schema import EvalResult, Verdict
 
 HEAD = """

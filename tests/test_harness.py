@@ -17,7 +17,7 @@ import pytest
 
 from agent.harness import EvalRequest, evaluate, evaluate_many
 from agent.harness.job import prepare_job, read_result, worker_argv, worker_env
-from agent.harness.sandbox import run_sandboxed
+from agent.harness.wall.sandbox import run_sandboxed
 from agent.problems import load_problem, starting_code
 from agent.schema import EvalResult, Verdict
 

@@ -1,6 +1,6 @@
 """torch.compile's own kernels as an answer (agent.inductor.translate, agent.inductor.kernels), as a specification.
 
-The captures in tests/data/inductor were recorded on an H100 (agent.harness.capture): one per size set of a problem,
+The captures in tests/data/inductor were recorded on an H100 (agent.harness.worker.capture): one per size set of a problem,
 its GPU sizes (full, odd) and its CPU sizes (cpu, cpu-wide, cpu-odd), so an answer translated from all five is judged
 here by the real harness in CPU mode. The kb_51 and kb_77 captures come from look-alike problem files that are not
 part of this suite: their translations are checked statically only (their Models below name the same layers).
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.harness import policy
-from agent.harness.capture import Capture
+from agent.harness.static import policy
+from agent.harness.worker.capture import Capture
 from agent.inductor.translate import CannotTranslate, translate
 from agent.problems import load_problem
 from agent.stages import absent_triton_functions, get_stage
@@ -171,7 +171,7 @@ def test_model_new_builds_the_models_layers_and_gathers_the_graph_inputs_by_thei
 def test_all_five_captures_in_one_answer_are_judged_correct_at_memory_fusion_at_every_cpu_size(problem, tmp_path):
     """At memory-fusion, whose intermediate rule would refuse Inductor's channels-last copy of the conv's input where
     it is over 1/8 of the conv's output (gap44 at cpu-odd: 8.4 KB of 5.9 KB allowed; on the GPU at its odd size,
-    0.128) were it not an operand that only the convolution reads (agent.harness.rules)."""
+    0.128) were it not an operand that only the convolution reads (agent.harness.judge.rules)."""
     path = tmp_path / f"{problem}_inductor.py"
     path.write_text(translate(captures(problem), model_source(problem), interpreter=True))
 
@@ -189,8 +189,8 @@ def test_all_five_captures_in_one_answer_are_judged_correct_at_memory_fusion_at_
 
 TRACE_BOTH = """
 import json, sys, torch
-from agent.harness.trace import Tracker
-from agent.harness.trusted import Trusted
+from agent.harness.worker.trace import Tracker
+from agent.harness.worker.trusted import Trusted
 from agent.problems import load_module
 from pathlib import Path
 
@@ -217,7 +217,7 @@ def test_torch_compiles_mm_for_the_models_linear_is_the_models_matmul_layer(tmp_
     """kb_51's Linear is aten.addmm in the Model and aten.mm plus a Triton bias add in Inductor's code: one family,
     bounded by what the Model feeds it. Judged on the real traces of both at the cpu-odd size, without the rules'
     slack for small tensors (at the GPU's sizes it is nothing against the 320 MB the matrix product reads)."""
-    from agent.harness import rules
+    from agent.harness.judge import rules
     from agent.harness.job import Trace, TrialRecord
     from agent.harness.settings import settings
 

@@ -1,10 +1,10 @@
-"""agent.harness.inputs: the trials' inputs, drawn the same way in both workers."""
+"""agent.harness.worker.inputs: the trials' inputs, drawn the same way in both workers."""
 
 from __future__ import annotations
 
 import torch
 
-from agent.harness.inputs import make_inputs, module_weights
+from agent.harness.worker.inputs import make_inputs, module_weights
 from agent.problems import load_problem
 
 
@@ -66,7 +66,7 @@ def test_a_tensor_with_attributes_of_its_own_is_not_plain():
     the forward would call the candidate's function, unrecorded, in the calls it reads (the checked ones)."""
     import pytest
 
-    from agent.harness.inputs import NotPlain, flatten, own_attributes
+    from agent.harness.worker.inputs import NotPlain, flatten, own_attributes
 
     out, x = torch.zeros(2), torch.ones(3)
     assert flatten(out) == ("tensor", [out])
@@ -81,7 +81,7 @@ def test_a_tensor_with_attributes_of_its_own_is_not_plain():
 def test_matching_weights_are_copied_unless_modelnew_derived_them_from_its_own_draw():
     """Same-seed weights drawn in another order are replaced by the Model's; a weight the init folded a constant
     into (div_, .data *= s, a shifted bias) is kept (copying it back judged an honest fold incorrect)."""
-    from agent.harness.inputs import copy_matching_weights
+    from agent.harness.worker.inputs import copy_matching_weights
 
     torch.manual_seed(0)
     ref = torch.nn.Conv2d(3, 4, 3)

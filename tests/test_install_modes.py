@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from agent.harness.sandbox import isolation
+from agent.harness.wall.sandbox import isolation
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(isolation() == "none", reason="unshare is refused on this machine")]
 
@@ -112,7 +112,7 @@ def user(tmp_path) -> tuple[Path, Path]:
 _WALL = """
 import json, os, sys, tempfile
 from pathlib import Path
-from agent.harness.sandbox import run_sandboxed
+from agent.harness.wall.sandbox import run_sandboxed
 from agent.harness.job import worker_env
 home, store, cwd, extra = sys.argv[1], sys.argv[2], os.getcwd(), sys.argv[3:]
 Path(store).mkdir(exist_ok=True); (Path(store) / "run.json").write_text("{}")

@@ -1,4 +1,4 @@
-"""agent.harness.interpret: in CPU mode Triton's interpreter runs honest kernels the GPU compiler runs (a kernel
+"""agent.harness.worker.interpret: in CPU mode Triton's interpreter runs honest kernels the GPU compiler runs (a kernel
 that reads a constant from its closure, a range loop's index used as a tensor, libdevice functions, the driver's
 device queries, torch.cuda's queries and synchronize without CUDA). Each case
 runs in a fresh interpreter process: TRITON_INTERPRET is read when a kernel is defined."""
@@ -74,7 +74,7 @@ EXPECTED = {"closure": "[0.0, 2.0, 4.0, 6.0]", "libdevice": "[1.0, 3.0, 5.0, 7.0
 
 def run(case: str, installed: bool, tmp_path: Path) -> subprocess.CompletedProcess:
     """The program from a file, as a candidate is loaded (the interpreter rewrites only kernels it has source for)."""
-    install = "from agent.harness import interpret\ninterpret.install()" if installed else ""
+    install = "from agent.harness.worker import interpret\ninterpret.install()" if installed else ""
     program = tmp_path / "candidate.py"
     program.write_text(textwrap.dedent(PROGRAM).format(install=install, case=CASES[case]))
     return subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120, cwd=REPO,
@@ -104,7 +104,7 @@ def test_an_fp32_dot_at_default_precision_rounds_its_operands_to_tf32_as_a_gpu_d
     answers a GPU fails at the fp32 tolerance (13 public answers). ieee and tf32x3 stay exact."""
     import numpy as np
 
-    from agent.harness.interpret import _tf32
+    from agent.harness.worker.interpret import _tf32
 
     x = np.array([1.0 + 2.0 ** -12, 1.0 + 2.0 ** -10, -3.14159265, np.inf, np.nan], dtype=np.float32)
     t = _tf32(x)
@@ -138,7 +138,7 @@ def test_libdevice_functions_without_a_math_twin_compute_in_cpu_mode():
     import subprocess
     import sys
 
-    code = "from agent.harness import interpret\ninterpret.install()\n" + LIBDEVICE_KERNEL
+    code = "from agent.harness.worker import interpret\ninterpret.install()\n" + LIBDEVICE_KERNEL
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "TRITON_INTERPRET": "1"})
     assert r.returncode == 0, r.stderr[-1500:]

@@ -1,4 +1,4 @@
-"""agent.harness.judge: the ablated call's verdict (agent.harness.ablation): an output still right with every
+"""agent.harness.judge.verdict: the ablated call's verdict (agent.harness.worker.ablation): an output still right with every
 launch's writes destroyed was not computed by the kernels; a wrong one, NaN, or an exception means they did."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from types import SimpleNamespace
 
 import torch
 
-from agent.harness.ablation import still_right
+from agent.harness.judge.validate import still_right
 from agent.harness.job import Ablated, TrialRecord, WorkerResult
-from agent.harness.judge import _ablated
-from agent.harness.validate import Reference
+from agent.harness.judge.verdict import _ablated
+from agent.harness.judge.validate import Reference
 
 TRUTH = torch.linspace(-1.0, 1.0, 12, dtype=torch.float64).reshape(3, 4)
 REF = Reference(trials=[TrialRecord(id=4, size="cpu", distribution="randn", buffer="fresh", eager_errors=[1e-7])],
@@ -53,10 +53,10 @@ def test_a_cuda_requirement_met_in_cpu_mode_is_needs_gpu_and_on_a_gpu_the_error_
     """`assert x.is_cuda` fails only because CPU mode is not a GPU: needs_gpu there (was runtime_error); on a GPU the
     same error is the answer's own, and any other error in CPU mode stays one."""
     from agent.harness.job import WorkerError, WorkerResult
-    from agent.harness.judge import judge
-    from agent.harness.limit import Limit
-    from agent.harness.sandbox import SandboxResult
-    from agent.harness.validate import Reference
+    from agent.harness.judge.verdict import judge
+    from agent.harness.wall.limit import Limit
+    from agent.harness.wall.sandbox import SandboxResult
+    from agent.harness.judge.validate import Reference
     from agent.schema import EvalResult, Verdict
 
     def verdict(message: str, device: str) -> EvalResult:
@@ -87,7 +87,7 @@ def test_an_empty_output_says_nothing_of_who_computed_it():
 
 
 def test_tf32_is_named_only_for_a_dot_at_its_default_precision():
-    from agent.harness.judge import default_precision_dot
+    from agent.harness.judge.verdict import default_precision_dot
 
     assert default_precision_dot("acc = tl.dot(a, b, acc)")
     assert default_precision_dot("acc += tl.dot(a, b, input_precision='tf32')")

@@ -1,4 +1,4 @@
-"""agent.harness.kernelsource: the text Triton compiles is the text each kernel was made from. Run in a fresh
+"""agent.harness.worker.kernelsource: the text Triton compiles is the text each kernel was made from. Run in a fresh
 interpreter without TRITON_INTERPRET (the GPU's JITFunction, which parses its `_src`; no GPU is needed to parse)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def test_a_kernel_is_compiled_from_the_text_it_was_made_from_and_a_replaced_one_
     got = run('''
         import ast, dataclasses, functools, json
         import triton, triton.language as tl
-        from agent.harness.kernelsource import Sources
+        from agent.harness.worker.kernelsource import Sources
 
         sources = Sources()
         sources.install()

@@ -1,4 +1,4 @@
-"""A candidate's time limit (agent.harness.limit): scaled to the problem on a GPU, said in the verdict."""
+"""A candidate's time limit (agent.harness.wall.limit): scaled to the problem on a GPU, said in the verdict."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import time
 import pytest
 
 from agent.harness.job import BenchStats, WorkerResult
-from agent.harness.limit import ConfigPasses, Limit, calls, limit_for
-from agent.harness.sandbox import Deadline
+from agent.harness.wall.limit import ConfigPasses, Limit, calls, limit_for
+from agent.harness.wall.sandbox import Deadline
 from agent.harness.settings import settings
 
 

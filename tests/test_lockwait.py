@@ -1,4 +1,4 @@
-"""agent.harness.lockwait: a sandboxed command's clock stops while it is queued for its GPU's lock behind another
+"""agent.harness.wall.lockwait: a sandboxed command's clock stops while it is queued for its GPU's lock behind another
 evaluation, and only then (real processes, real flock, the kernel's /proc/locks)."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.harness.gpulock import GpuLock, ensure, lock_path
-from agent.harness.lockwait import LockWatch
-from agent.harness.sandbox import isolation, run_sandboxed
+from agent.harness.wall.gpulock import GpuLock, ensure, lock_path
+from agent.harness.wall.lockwait import LockWatch
+from agent.harness.wall.sandbox import isolation, run_sandboxed
 
 PY = sys.executable
 namespaces = pytest.mark.skipif(isolation() == "none", reason="unshare is refused on this machine")

@@ -1,10 +1,10 @@
-"""agent.harness.mainguard: an answer's `if __name__ == "__main__":` blocks, emptied before the static check."""
+"""agent.harness.static.mainguard: an answer's `if __name__ == "__main__":` blocks, emptied before the static check."""
 
 from __future__ import annotations
 
 import ast
 
-from agent.harness.mainguard import skip_main_guards, skip_type_checking
+from agent.harness.static.mainguard import skip_main_guards, skip_type_checking
 
 
 def test_main_guards_are_emptied_and_their_else_branch_kept():
@@ -103,7 +103,7 @@ def test_a_dunder_named_function_is_never_a_dead_helper():
 def test_a_helper_named_in_a_string_annotation_keeps_its_body():
     """typing.get_type_hints evaluates `-> "timed(None, None)"`: once the annotation is in the tree as the code it
     spells (policy.check does that first), the helper it calls is live."""
-    from agent.harness.annotations import annotations_as_code
+    from agent.harness.worker.annotations import annotations_as_code
 
     tree = ast.parse(SELF_TEST + "class M:\n    def layout(self) -> 'timed(None, None)':\n        pass\n")
     annotations_as_code(tree)

@@ -16,8 +16,8 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported: ker
 import torch  # noqa: E402
 
 from agent.catalog import find_gpu  # noqa: E402
-from agent.harness import policy  # noqa: E402
-from agent.harness.extract import extract_code  # noqa: E402
+from agent.harness.static import policy  # noqa: E402
+from agent.harness.static.extract import extract_code  # noqa: E402
 from agent.offline import ANCHORS, OfflineProposer, Plan, Variant, recognise, render  # noqa: E402
 from agent.problems import load_module, load_problem  # noqa: E402
 from agent.protocols import (
@@ -331,7 +331,7 @@ def test_it_restructures_for_the_findings_the_prompt_shows_not_for_its_own_readi
     """One interface for both proposers: our own kernel as the best, with the seed's figures (a 32-program grid).
     With the findings it restructures; the same profile without findings is a kernel with nothing to fix."""
     from agent.offline import OfflineProposer
-    from agent.harness.extract import extract_code
+    from agent.harness.static.extract import extract_code
 
     p = OfflineProposer(GAP44, H100)
     ours = extract_code(ask(p, None, 1)[0].text)

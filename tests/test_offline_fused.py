@@ -14,7 +14,7 @@ import pytest
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from agent.catalog import find_gpu  # noqa: E402
-from agent.harness.extract import extract_code  # noqa: E402
+from agent.harness.static.extract import extract_code  # noqa: E402
 from agent.offline import OfflineProposer, Variant, recognise, render  # noqa: E402
 from agent.offline.planner import FUSED_MAX_K, fused_split  # noqa: E402
 from agent.problems import load_problem  # noqa: E402

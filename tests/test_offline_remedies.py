@@ -14,7 +14,7 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from agent.catalog import find_gpu  # noqa: E402
 from agent.diagnosis import for_prompt  # noqa: E402
-from agent.harness.extract import extract_code  # noqa: E402
+from agent.harness.static.extract import extract_code  # noqa: E402
 from agent.offline import OfflineProposer, Variant, recognise, render  # noqa: E402
 from agent.offline.planner import nhwc_split  # noqa: E402
 from agent.problems import load_problem  # noqa: E402

@@ -15,7 +15,7 @@ import pytest
 os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from agent.catalog import find_gpu  # noqa: E402
-from agent.harness.extract import extract_code  # noqa: E402
+from agent.harness.static.extract import extract_code  # noqa: E402
 from agent.offline import OfflineProposer, Unsupported, Variant, recognise, render  # noqa: E402
 from agent.problems import load_problem  # noqa: E402
 from agent.protocols import ProposalContext  # noqa: E402

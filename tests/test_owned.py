@@ -1,4 +1,4 @@
-"""agent.harness.owned: private attributes of the candidate's own instances (a nested module's `_launch`) are its own
+"""agent.harness.static.owned: private attributes of the candidate's own instances (a nested module's `_launch`) are its own
 state, as `self._x` is; a torch object's (`x._version`) stay refused, however the code could make a name hold one."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from agent.harness.policy import check
+from agent.harness.static.policy import check
 from agent.schema import StageRules
 from tests.test_policy import ABSENT, HEADER
 

@@ -1,4 +1,4 @@
-"""agent.harness.policy: static rules on the candidate's AST, checked before anything runs."""
+"""agent.harness.static.policy: static rules on the candidate's AST, checked before anything runs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from agent.harness.policy import check, kernel_names
+from agent.harness.static.policy import check, kernel_names
 from agent.problems import load_problem, starting_code
 from agent.schema import StageRules
 
@@ -353,7 +353,7 @@ def test_the_time_cap_counts_the_analysis_not_importing_torch_or_a_busy_machine(
 
     script = (
         "import time\n"
-        "from agent.harness.policy import check\n"
+        "from agent.harness.static.policy import check\n"
         "from agent.problems import load_problem, starting_code\n"
         "from agent.stages import absent_triton_functions, get_stage\n"
         "t = time.monotonic()\n"

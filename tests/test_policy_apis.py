@@ -1,4 +1,4 @@
-"""agent.harness.policy: the APIs honest answers use past torch and triton.language (Hopper TMA descriptors,
+"""agent.harness.static.policy: the APIs honest answers use past torch and triton.language (Hopper TMA descriptors,
 logging, torch.testing, __slots__), each admitted with the fence that keeps it from computing, timing or escaping."""
 
 from __future__ import annotations

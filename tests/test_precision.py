@@ -95,7 +95,7 @@ def test_the_tolerance_is_the_sizes_not_one_draws():
     import torch
 
     from agent.harness.job import TrialRecord
-    from agent.harness.validate import Reference, compare
+    from agent.harness.judge.validate import Reference, compare
 
     def trial(i: int, size: str, eager: float) -> TrialRecord:
         return TrialRecord(id=i, size=size, distribution="randn", buffer="fresh", input_shapes=[[2]],
@@ -118,7 +118,7 @@ def test_sizes_where_the_output_is_numerically_zero_share_the_worst_noise():
     import torch
 
     from agent.harness.job import TrialRecord
-    from agent.harness.validate import Reference, compare
+    from agent.harness.judge.validate import Reference, compare
 
     def trial(i: int, size: str, eager: float) -> TrialRecord:
         return TrialRecord(id=i, size=size, distribution="randn", buffer="fresh", input_shapes=[[2]],
@@ -141,7 +141,7 @@ def test_each_output_has_its_own_tolerance():
     import torch
 
     from agent.harness.job import TrialRecord
-    from agent.harness.validate import Reference, compare_timed, compare
+    from agent.harness.judge.validate import Reference, compare_timed, compare
 
     trial = TrialRecord(id=0, size="s", distribution="randn", buffer="fresh", input_shapes=[[2]],
                         output_shapes=[[2], [2]], output_dtypes=["float32", "float32"], eager_error=1e3,
@@ -211,7 +211,7 @@ def test_kernelbench_error_is_allclose_with_its_tolerance_element_by_element():
     the tolerance exactly where allclose holds, and NaN/Inf are judged as at fp32."""
     import torch
 
-    from agent.harness import kernelbench
+    from agent.harness.judge import kernelbench
 
     assert kernelbench.tolerance() == 1e-2 and settings().validation.kernelbench_trials == 5
     g = torch.Generator().manual_seed(0)
@@ -225,7 +225,7 @@ def test_kernelbench_error_is_allclose_with_its_tolerance_element_by_element():
 
 
 def test_kernelbench_draws_the_problems_own_inputs_five_times_at_its_own_size():
-    from agent.harness import kernelbench
+    from agent.harness.judge import kernelbench
     from agent.schema import SizeSet
 
     trials = kernelbench.trials([SizeSet(label="full"), SizeSet(label="odd", overrides={"n": 3})], seed=7)

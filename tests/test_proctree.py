@@ -1,4 +1,4 @@
-"""agent.harness.proctree: the process tree the sandbox watches (every process below a command, its memory)."""
+"""agent.harness.wall.proctree: the process tree the sandbox watches (every process below a command, its memory)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from agent.harness.proctree import alive, descendants, kill, rss_mb
+from agent.harness.wall.proctree import alive, descendants, kill, rss_mb
 
 # A child that starts a grandchild, which renames itself (a name with spaces and parentheses, as /proc/PID/stat
 # shows it) and holds `mb` MiB; the child prints the grandchild's pid, then both wait.

@@ -18,7 +18,7 @@ import pytest
 
 from agent.errors import UserError
 from agent.harness.job import worker_argv
-from agent.harness.policy import kernel_names
+from agent.harness.static.policy import kernel_names
 from agent.problems import load_problem, starting_code
 from agent.profiler import PROFILED_LAUNCHES, ProfileError, ProfileRequest, find_ncu, ncu_argv, profile
 from agent.schema import Stage
@@ -113,7 +113,7 @@ def test_profiles_the_candidates_kernels_in_the_nvtx_range_and_saves_report_and_
     assert {"dram__bytes_read.sum", "launch__occupancy_limit_registers",
             "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed"} <= set(metrics)
     app = argv[argv.index("-o") + 2:]
-    assert app[1:3] == ["-m", "agent.harness.worker"]
+    assert app[1:3] == ["-m", "agent.harness.worker.main"]
     assert app[-1].endswith("job.json")
 
 

@@ -199,7 +199,7 @@ def test_a_missing_variable_is_an_error_not_an_empty_string():
 
 def test_memory_fusion_says_what_its_rules_allow_with_the_diagnosis_and_the_seed_stays_the_seed():
     """The layout change of a heavy layer's operands, the bias folded into the epilogue and split reductions are
-    allowed (agent.harness.rules); the seed's text cannot say so, the [DIAGNOSIS] block does."""
+    allowed (agent.harness.judge.rules); the seed's text cannot say so, the [DIAGNOSIS] block does."""
     from agent.diagnosis import Finding
 
     finding = Finding(kind="outside-kernels", kernel="", evidence="87 % outside", direction="speed up the layer",

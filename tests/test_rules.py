@@ -1,9 +1,9 @@
-"""agent.harness.rules: the run-time rules, judged on recorded traces (synthetic here; trace.py records real ones)."""
+"""agent.harness.judge.rules: the run-time rules, judged on recorded traces (synthetic here; trace.py records real ones)."""
 
 from __future__ import annotations
 
 from agent.harness.job import Launch, Op, Read, Span, Storage, Trace, Traffic, TrialRecord
-from agent.harness.rules import floor_ms, judge, round_trips, traced
+from agent.harness.judge.rules import floor_ms, judge, round_trips, traced
 from agent.schema import StageRules
 
 MB = 1 << 20
@@ -61,7 +61,7 @@ def test_launches_writing_disjoint_parts_of_the_output_are_not_a_round_trip():
 def test_where_the_output_came_from_is_the_ablated_calls_question_not_a_rule_on_the_trace():
     """A dummy kernel beside an output PyTorch wrote, or an accumulator whose zeros change no byte: neither is judged
     here any more (was: "not written by any Triton kernel"); the ablated call tells them apart
-    (agent.harness.ablation): the first is still right with the launches' writes destroyed, the second is NaN."""
+    (agent.harness.worker.ablation): the first is still right with the launches' writes destroyed, the second is NaN."""
     dummy = Launch(kernel="touch", args=[span(3)], written=[span(3)])
     assert traced(trial([dummy]), REFERENCE, StageRules()) is None
     accumulate = Launch(kernel="accumulate", args=[span(1), span(2)], written=[])
@@ -326,7 +326,7 @@ def test_index_only_copies_are_not_compute():
     """F.unfold before a Triton GEMM, the Model's own torch.cat before a Triton scan: each output element is one input
     element, at a position the shapes alone fix (was: refused as PyTorch computing over the whole input). A pool,
     a gather by computed index or col2im (which sums) still compute."""
-    from agent.harness.trace import operator_kinds
+    from agent.harness.worker.trace import operator_kinds
 
     kinds = operator_kinds()
     for name in ("im2col", "cat", "stack", "constant_pad_nd", "repeat", "flip", "slice_scatter"):

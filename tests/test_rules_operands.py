@@ -1,4 +1,4 @@
-"""Memory-fusion's operands of a heavy layer (agent.harness.rules), judged by the real harness in CPU mode on gap44:
+"""Memory-fusion's operands of a heavy layer (agent.harness.judge.rules), judged by the real harness in CPU mode on gap44:
 a Triton kernel may copy the convolution's input and weight to channels-last (torch.compile's layout change, a
 buffer over the intermediate limit at the cpu-odd size), and every way of hiding an intermediate behind that
 allowance is refused. The candidates are entries of tests/candidates/manifest.toml (the whole adversarial suite runs

@@ -1,4 +1,4 @@
-"""agent.harness.sandbox: isolation and limits for any command (real subprocesses)."""
+"""agent.harness.wall.sandbox: isolation and limits for any command (real subprocesses)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.harness.sandbox import clean_env, isolation, run_sandboxed
+from agent.harness.wall.sandbox import clean_env, isolation, run_sandboxed
 
 PY = sys.executable
 namespaces = pytest.mark.skipif(isolation() == "none", reason="unshare is refused on this machine")
@@ -66,7 +66,7 @@ def test_timeout_kills_everything_the_command_started(tmp_path):
 def test_a_deadline_armed_after_the_start_ends_the_command(tmp_path):
     import threading
 
-    from agent.harness.sandbox import Deadline
+    from agent.harness.wall.sandbox import Deadline
 
     deadline = Deadline()
     threading.Timer(1.0, lambda: deadline.arm(0.5)).start()  # the limit starts a second in, for half a second

@@ -1,4 +1,4 @@
-"""agent.harness.saturation: where a problem's truth sits at a bound on every drawn input, inputs drawn small enough
+"""agent.harness.judge.saturation: where a problem's truth sits at a bound on every drawn input, inputs drawn small enough
 to move it; none where no scale does."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import torch
 
-from agent.harness.inputs import make_inputs, scale_of
-from agent.harness.saturation import scales, varies
+from agent.harness.worker.inputs import make_inputs, scale_of
+from agent.harness.judge.saturation import scales, varies
 from agent.problems import load_module, load_problem
 
 CANDIDATES = Path(__file__).parent / "candidates"

@@ -16,7 +16,7 @@ import pytest
 
 from agent.errors import UserError
 from agent.harness.evaluator import RoundRequests
-from agent.harness.gpulock import GpuLock, lock_path
+from agent.harness.wall.gpulock import GpuLock, lock_path
 from agent.problems import load_problem
 from agent.scale import (
     RAY_HINT,
@@ -69,7 +69,7 @@ def candidate_processes(pid: int) -> list[int]:
                 cmd = Path(f"/proc/{c}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"agent.harness.worker" in cmd and b"agent-eval-" in cmd and b"unshare" not in cmd:
+            if b"agent.harness.worker.main" in cmd and b"agent-eval-" in cmd and b"unshare" not in cmd:
                 found.append(c)
     return found
 

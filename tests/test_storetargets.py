@@ -1,4 +1,4 @@
-"""agent.harness.storetargets: the parameters a kernel's stores can reach, read from its source, so that a GPU's
+"""agent.harness.worker.storetargets: the parameters a kernel's stores can reach, read from its source, so that a GPU's
 ablated call destroys what a launch may have written and not what it only read."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from agent.harness.storetargets import stored_parameters
+from agent.harness.worker.storetargets import stored_parameters
 
 
 @triton.jit
@@ -95,7 +95,7 @@ def test_stores_are_followed_through_assignments_helpers_block_pointers_atomics_
 def test_the_launchers_last_arguments_are_mapped_to_the_parameters_and_anything_else_destroys_every_tensor():
     import torch
 
-    from agent.harness.trace import _stored_tensors
+    from agent.harness.worker.trace import _stored_tensors
 
     y, out, scratch = torch.zeros(4), torch.zeros(4), torch.zeros(4)
     names = ["y_ptr", "out_ptr", "scratch_ptr", "n", "BLOCK"]

@@ -1,8 +1,8 @@
-"""agent.harness.tiles: the widest tile an answer's code allows, and the one size that reaches just past it."""
+"""agent.harness.judge.tiles: the widest tile an answer's code allows, and the one size that reaches just past it."""
 
 from __future__ import annotations
 
-from agent.harness.tiles import MAX_TILE, Widths, extent, largest_tile
+from agent.harness.judge.tiles import MAX_TILE, Widths, extent, largest_tile
 from agent.problems import load_problem
 
 

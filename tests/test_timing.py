@@ -1,4 +1,4 @@
-"""The two clocks (agent.harness.timing) as a specification, on a simulated GPU.
+"""The two clocks (agent.harness.worker.timing) as a specification, on a simulated GPU.
 
 The GPU side of Bench cannot run on this machine, so a test double of the harness's trusted references plays a
 GPU: one queue that runs each call's work after the host has issued it, events that complete when the queue
@@ -14,7 +14,7 @@ import torch
 
 from agent.harness.job import TimingPlan
 from agent.harness.settings import settings
-from agent.harness.timing import Bench
+from agent.harness.worker.timing import Bench
 
 
 class SimGpu:
@@ -30,7 +30,7 @@ class SimGpu:
         self.side = 0.0  # when the other stream's work ends
         self.calls = 0
 
-    # what Bench uses of agent.harness.trusted.Trusted
+    # what Bench uses of agent.harness.worker.trusted.Trusted
     def ones(self, n: int, device: str) -> str:
         return "flush"
 
@@ -142,7 +142,7 @@ def test_the_cpu_mode_has_one_clock():
     assert stats.latency_repeats == stats.repeats == settings().timing.cpu_reps
 
 
-# ---------------------------------------------------------------- what the parent reports (agent.harness.judge)
+# ---------------------------------------------------------------- what the parent reports (agent.harness.judge.verdict)
 
 
 def worker(median: float, latency: float, host: float = 0.05, launches: int = 2):
@@ -163,8 +163,8 @@ def baselines():
 
 @pytest.mark.parametrize("objective", ["latency", "device"])
 def test_timing_carries_both_clocks_and_the_plain_fields_follow_the_objective(objective):
-    from agent.harness.judge import timing_from
-    from agent.harness.validate import Reference
+    from agent.harness.judge.verdict import timing_from
+    from agent.harness.judge.validate import Reference
 
     t = timing_from(worker(0.05, 0.12), Reference(trials=[], truths=[]), baselines(), "cuda", objective)
     assert (t.device_ms, t.latency_ms, t.host_ms, t.launches) == (0.05, 0.12, 0.05, 2)
@@ -185,8 +185,8 @@ def test_timing_carries_both_clocks_and_the_plain_fields_follow_the_objective(ob
 def test_a_torch_compile_outside_the_tolerance_is_said_beside_its_time(error, outside):
     """kb_67 on an H100: Inductor's channels-last conv runs in TF32 (3.2e-4 against a 1e-4 tolerance); a speedup
     against it is against an answer the harness would refuse, and the timing says so."""
-    from agent.harness.judge import timing_from
-    from agent.harness.validate import Reference
+    from agent.harness.judge.verdict import timing_from
+    from agent.harness.judge.validate import Reference
 
     base = baselines().model_copy(update={"compile_error": error, "compile_tolerance": 1e-4 if error else None})
     t = timing_from(worker(0.05, 0.12), Reference(trials=[], truths=[]), base, "cuda", "device")
@@ -197,8 +197,8 @@ def test_a_torch_compile_outside_the_tolerance_is_said_beside_its_time(error, ou
 
 def test_under_tf32_torch_compile_is_held_to_the_tf32_tolerance_too():
     """--precision tf32: the same 3.2e-4 is inside TF32's floor, for torch.compile as for a candidate; 3e-3 is not."""
-    from agent.harness.judge import timing_from
-    from agent.harness.validate import Reference
+    from agent.harness.judge.verdict import timing_from
+    from agent.harness.judge.validate import Reference
 
     floor = settings().validation.tf32_tolerance_floor
     for error, outside in ((3.2e-4, False), (3e-3, True)):
@@ -216,7 +216,7 @@ def test_errors_against_fp64_are_the_candidates_measure_on_the_same_inputs():
     import torch
 
     from agent.harness.settings import tolerance
-    from agent.harness.validate import errors_vs_fp64
+    from agent.harness.judge.validate import errors_vs_fp64
 
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Conv2d(4, 8, 3), torch.nn.AdaptiveAvgPool2d(1))
@@ -276,7 +276,7 @@ def test_a_hang_is_charged_to_the_phase_it_hung_in():
 
 
 class TracingTracker:
-    """A stand-in for agent.harness.trace.Tracker: a traced call costs the simulated GPU 50x its work."""
+    """A stand-in for agent.harness.worker.trace.Tracker: a traced call costs the simulated GPU 50x its work."""
 
     def __init__(self, gpu: SimGpu) -> None:
         self.gpu, self.launches, self.traced = gpu, 0, 0
@@ -321,8 +321,8 @@ def test_at_fp32_a_torch_compile_outside_the_tolerance_is_also_timed_with_tf32_o
     """kb_67: the default torch.compile is faster only by its TF32 convolution; the baseline then also times it with
     TF32 off, and the timing gives the candidate's speedup against that fair mark on both clocks (fp32 runs only:
     under --precision tf32 the default one is the mark)."""
-    from agent.harness.judge import timing_from
-    from agent.harness.validate import Reference
+    from agent.harness.judge.verdict import timing_from
+    from agent.harness.judge.validate import Reference
 
     from agent.harness.job import BenchStats
 

@@ -1,4 +1,4 @@
-"""agent.harness.trace: what a forward does, recorded where it happens. Each case runs in a fresh interpreter
+"""agent.harness.worker.trace: what a forward does, recorded where it happens. Each case runs in a fresh interpreter
 (TRITON_INTERPRET=1), as a worker does: the tracker hooks Triton's classes for the rest of the process."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 PRELUDE = '''
 import json, torch, triton, triton.language as tl
-from agent.harness.trace import Tracker
-from agent.harness.trusted import Trusted
+from agent.harness.worker.trace import Tracker
+from agent.harness.worker.trusted import Trusted
 
 @triton.jit
 def scale(x, y, n, s, B: tl.constexpr):
@@ -226,7 +226,7 @@ def test_tracing_keeps_nothing_of_the_forward_alive():
 def test_a_launch_argument_triton_would_take_for_a_pointer_must_be_a_tensor():
     found = run('''
         import enum
-        from agent.harness.launchargs import foreign_arguments
+        from agent.harness.worker.launchargs import foreign_arguments
         from triton.tools.tensor_descriptor import TensorDescriptor
 
         class Pointer:  # Triton asks it for data_ptr (GPU) or untyped_storage (interpreter) inside the launch
@@ -354,7 +354,7 @@ def test_pinned_memory_in_a_forward_is_recorded_before_it_runs():
 
 def test_only_copies_to_the_host_that_do_not_wait_watch_the_gpu():
     found = run('''
-        from agent.harness.trace import watches_the_gpu
+        from agent.harness.worker.trace import watches_the_gpu
         aten = torch.ops.aten
         device, host = torch.empty(4, device="meta"), torch.empty(4)
         cpu = torch.device("cpu")
@@ -414,7 +414,7 @@ def test_the_tracker_reads_tensors_through_their_class_never_their_own_attribute
 
 def test_a_tensor_with_attributes_of_its_own_is_a_foreign_launch_argument():
     found = run('''
-        from agent.harness.launchargs import foreign_arguments
+        from agent.harness.worker.launchargs import foreign_arguments
         from triton.tools.tensor_descriptor import TensorDescriptor
 
         t, u = torch.zeros(16, 16), torch.zeros(16, 16)
@@ -454,7 +454,7 @@ def test_an_operator_run_at_the_edge_of_the_recursion_limit_is_recorded_as_a_tel
 
 def test_a_numeric_flag_set_around_an_operator_and_put_back_is_recorded_where_the_operator_runs():
     got = run('''
-        from agent.harness.trusted import numeric_flags
+        from agent.harness.worker.trusted import numeric_flags
         tracker.flags = numeric_flags()
         cudnn, w = torch.backends.cudnn, torch.ones(4, 4, 1)
         def fwd(x):

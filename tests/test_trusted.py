@@ -1,4 +1,4 @@
-"""agent.harness.trusted's guard: what the audit hook refuses from candidate code at run time. Each case runs in a
+"""agent.harness.worker.trusted's guard: what the audit hook refuses from candidate code at run time. Each case runs in a
 fresh interpreter (an audit hook cannot be removed)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 RUN = """
 import importlib.util, json, os, sys
 sys.path.insert(0, os.path.dirname(sys.argv[1]))
-from agent.harness.trusted import guard
+from agent.harness.worker.trusted import guard
 refused = []
 guard(sys.argv[1], refused.append)
 spec = importlib.util.spec_from_file_location("candidate", sys.argv[1])
@@ -98,7 +98,7 @@ def test_with_the_collector_off_finalizers_run_only_where_the_harness_collects()
     harness's calls see none; `collect` (between calls) runs them."""
     import gc
 
-    from agent.harness.trusted import Trusted
+    from agent.harness.worker.trusted import Trusted
 
     fired: list[int] = []
 
@@ -122,7 +122,7 @@ def test_with_the_collector_off_finalizers_run_only_where_the_harness_collects()
 def test_numeric_flags_read_a_flag_pytorch_cannot_report_as_its_error_not_as_a_failure():
     # the legacy TF32 getters raise once the newer fp32_precision settings say otherwise: a candidate setting those
     # must change what the harness reads, not crash its reading
-    code = ("import torch\nfrom agent.harness.trusted import numeric_flags\nbefore = numeric_flags()\n"
+    code = ("import torch\nfrom agent.harness.worker.trusted import numeric_flags\nbefore = numeric_flags()\n"
             "torch.backends.fp32_precision = 'tf32'\nafter = numeric_flags()\n"
             "print(sorted(k for k in before if after.get(k) != before[k]))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent, timeout=120)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from agent.harness.validate import SHAKES, eager_errors, rel_error, shaken
+from agent.harness.judge.validate import SHAKES, eager_errors, rel_error, shaken
 
 
 class Cancels(torch.nn.Module):
@@ -65,7 +65,7 @@ def test_where_the_truth_is_nan_only_nan_is_right_and_the_error_is_never_nan():
 
 def test_a_truth_beyond_fp32s_range_is_fp32s_infinity_and_a_finite_one_is_not():
     """cumprod on inputs of mean 5: the fp64 truth reaches 1e40 where every fp32 answer, eager's too, is inf."""
-    from agent.harness.validate import representable, worst_index
+    from agent.harness.judge.validate import representable, worst_index
 
     truth = torch.tensor([1e40, -1e40, 3.0, float("inf")], dtype=torch.float64)
     assert torch.equal(representable(truth, torch.float32), torch.tensor([torch.inf, -torch.inf, 3.0, torch.inf],
@@ -110,7 +110,7 @@ def test_an_infinity_in_the_truth_no_longer_scales_every_other_error_to_zero():
 def _one_trial(model_kind: str, answer_kind: str, n: int) -> tuple[bool, str]:
     """compare() on one trial whose values are exact: only the returned structure can fail it."""
     from agent.harness.job import TrialRecord
-    from agent.harness.validate import Reference, compare
+    from agent.harness.judge.validate import Reference, compare
 
     truth = [torch.arange(4.0, dtype=torch.float64) + k for k in range(n)]
     record = {"id": 0, "size": "cpu", "distribution": "randn", "buffer": "fresh", "input_shapes": [[4]],

@@ -1,7 +1,7 @@
-"""agent.harness.template and agent.harness.forkserver: each worker is forked from a template that imported torch,
+"""agent.harness.wall.template and agent.harness.wall.forkserver: each worker is forked from a template that imported torch,
 Triton and the harness and never ran a candidate, so it starts from a state no earlier candidate touched.
 
-The hostile answers here run without the static policy (prepare_job + run_worker, as the pipeline runs an answer
+The hostile answers here run without the static policy (prepare_job + run_job, as the pipeline runs an answer
 that passed it): the wall, not the policy, is under test. Each leaves what it can for the next worker (patched
 torch, Triton and nn.Module methods, a cached tensor, a module in sys.modules, os.environ, files in every place it
 can write, a thread that keeps patching, a detached process); the witness after it, forked from the same template,
@@ -23,9 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.harness import EvalRequest, evaluate, template
+from agent.harness import EvalRequest, evaluate
+from agent.harness.wall import template
 from agent.harness.job import prepare_job, read_result
-from agent.harness.runner import run_worker
+from agent.harness.runner import run_job
 from agent.problems import load_problem
 from agent.schema import Verdict
 from agent.stages import get_stage
@@ -127,7 +128,7 @@ def run(code: str, workdir: Path, device: str = "cpu"):
     """One worker on `code`, without the static checks: (sandbox result, worker result)."""
     problem = load_problem("gap44")
     job = prepare_job(workdir, "evaluate", problem, code=code, device=device, seed=1)
-    sb = run_worker(workdir, job, device, 180, None, [], None)  # type: ignore[arg-type]
+    sb = run_job(workdir, job, device, 180, None, [], None)  # type: ignore[arg-type]
     return sb, read_result(workdir / "result.json")
 
 
@@ -173,8 +174,8 @@ def test_what_a_candidate_leaves_is_not_seen_by_the_next_worker_forked_from_the_
 @pytest.mark.slow
 def test_a_warm_worker_is_forked_behind_its_own_wall_with_torch_already_imported(fresh, tmp_path):
     seen = _leave_then_look(tmp_path)
-    assert "agent.harness.forkserver" in seen["started_as"]  # forked from the template, never exec'd afresh
-    assert seen["cmdline"] == [sys.executable, "-m", "agent.harness.worker", str(tmp_path / "witness" / "job.json")]
+    assert "agent.harness.wall.forkserver" in seen["started_as"]  # forked from the template, never exec'd afresh
+    assert seen["cmdline"] == [sys.executable, "-m", "agent.harness.worker.main", str(tmp_path / "witness" / "job.json")]
     assert seen["torch_before_main"]
     assert seen["uid"] == ["65534"] * 4 and seen["no_new_privs"] == "1"
     assert len(seen["pids"]) <= 3  # its namespace's PID 1 (the reaper), itself, a passing child: nothing else
@@ -187,7 +188,7 @@ def test_warm_starts_can_be_turned_off(fresh, tmp_path, monkeypatch):
     sb, res = run(witness(tmp_path / "none"), tmp_path / "w")
     assert not sb.warm and res is not None and res.ok
     seen = json.loads((tmp_path / "w" / "witness.json").read_text())
-    assert "agent.harness.worker" in seen["started_as"] and "agent.harness.forkserver" not in seen["started_as"]
+    assert "agent.harness.worker.main" in seen["started_as"] and "agent.harness.wall.forkserver" not in seen["started_as"]
     assert fresh.pids() == []
 
 
@@ -238,13 +239,13 @@ def test_the_template_ends_with_the_process_that_started_it(tmp_path, end):
         import sys, time
         sys.path.insert(0, {str(REPO)!r})
         from pathlib import Path
-        from agent.harness import template
+        from agent.harness.wall import template
         from agent.harness.job import prepare_job
-        from agent.harness.runner import run_worker
+        from agent.harness.runner import run_job
         from agent.problems import load_problem
         job = prepare_job(Path({str(tmp_path / "w")!r}), "evaluate", load_problem("gap44"), code={CORRECT!r},
                           device="cpu", seed=1)
-        sb = run_worker(job.parent, job, "cpu", 180, None, [], None)
+        sb = run_job(job.parent, job, "cpu", 180, None, [], None)
         print(sb.warm, *template.templates.pids(), flush=True)
         if {end!r} == "sigkill":
             time.sleep(600)
@@ -272,7 +273,7 @@ def test_the_user_namespace_wall_forks_warm_workers_too(tmp_path):
         sys.path.insert(0, {str(Path(__file__).parent)!r})
         from pathlib import Path
         import test_warm_workers as t
-        from agent.harness.sandbox import isolation
+        from agent.harness.wall.sandbox import isolation
         seen = t._leave_then_look(Path({str(tmp_path)!r}))
         print(json.dumps({{"wall": isolation(), "seen": seen}}))
     ''')
@@ -281,7 +282,7 @@ def test_the_user_namespace_wall_forks_warm_workers_too(tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     said = json.loads(out.stdout.strip().splitlines()[-1])
     assert said["wall"] == "user-namespaces"
-    assert "agent.harness.forkserver" in said["seen"]["started_as"] and said["seen"]["no_new_privs"] == "1"
+    assert "agent.harness.wall.forkserver" in said["seen"]["started_as"] and said["seen"]["no_new_privs"] == "1"
 
 
 @pytest.mark.gpu

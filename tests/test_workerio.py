@@ -1,11 +1,11 @@
-"""agent.harness.workerio: what the worker's modes share; here, the cap on what a candidate prints."""
+"""agent.harness.worker.workerio: what the worker's modes share; here, the cap on what a candidate prints."""
 
 from __future__ import annotations
 
 import io
 import sys
 
-from agent.harness.workerio import CANDIDATE_OUTPUT_CHARS, capped_output
+from agent.harness.worker.workerio import CANDIDATE_OUTPUT_CHARS, capped_output
 
 
 def test_the_candidates_stdout_and_stderr_share_one_cap_then_a_note_and_are_restored(monkeypatch):

@@ -92,7 +92,7 @@ def _report_flags(p: argparse.ArgumentParser) -> None:
 
 
 def profile_command(args: argparse.Namespace) -> int:
-    from agent.harness.extract import extract_code, why_no_code
+    from agent.harness.static.extract import extract_code, why_no_code
     from agent.problems import load_problem
     from agent.profiler import ProfileRequest, profile
     from agent.view import console, profile_view

@@ -4,15 +4,12 @@
 
 Importing this package is cheap (no torch, and workers importing agent.harness.job skip the pipeline).
 
-The parent's side, one job per module: extract + mainguard (the code in an answer), policy + tells + reach + names +
-pointers + annotations + environ + hooks + owned + ownself + kernelsource + kernelrules (the static allowlist), sandbox + contain +
-proctree + lockwait (the wall, and the queue for a GPU not held against a candidate), limit (how long a candidate may
-take), job (what a worker is asked and answers), pipeline (one evaluation end to end, and the Shared truths and
-baselines), prewarm (a worker started before its job), validate +
-rules + judge (the verdict from what the worker reported), evaluator (the loop's Evaluator), gpulock, settings
-(agent/data/harness.toml).
-The worker's side, inside the wall: worker (the modes that never import candidate code), candidate (the two that
-do), workerio (what the modes share), inputs, trusted, trace + launchargs, timing, interpret (CPU mode).
+Rooms (docs/architecture.md): static/ (the answer's code and the static policy, before anything runs), wall/ (the
+sandbox, its limits, the process tree, the GPU's lock), worker/ (everything that runs inside the sandbox; it imports
+nothing of the parent's side), judge/ (the verdict from what a worker reported). At the top, the parent's
+orchestration: pipeline (one evaluation end to end), evaluator (the loop's Evaluator), job (what a worker is asked and
+answers), runner (run_job: the one way a job runs in the wall), shared + cache (truths and baselines), prewarm,
+preflight, settings (agent/data/harness.toml).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ An evaluate worker reads its job and deletes it before the candidate is imported
 which timed calls are checked.
 
 Paths in a job are absolute and lie inside the sandbox's workdir, which the sandbox makes visible at the same path.
-Tensors (truths, candidate outputs) travel in `.pt` files beside the result JSON.
+Tensors (truths, candidate outputs) travel in `.pt` files beside the result JSON. Over 400 lines because the
+contract between the two processes stays in one file: each type beside the ones it holds, read by both sides.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Literal
 from pydantic import ConfigDict, Field
 
 from agent.harness.settings import TimingSettings, settings
-from agent.harness.capture import Capture
+from agent.harness.worker.capture import Capture
 from agent.schema import Model, ProblemSpec, SizeSet
 
 Mode = Literal["evaluate", "reference", "baseline", "profile", "inductor"]
@@ -85,7 +86,7 @@ class WorkerJob(Model):
     nvtx_range: str = "agent_profile"
     gpu_lock: Path | None = Field(default=None, description="the GPU's lock file, where several workers share the GPU")
     ablate: int | None = Field(default=None, description="evaluate: the trial after which one more call runs on that "
-                               "trial's inputs with what each launch wrote destroyed (agent.harness.ablation)")
+                               "trial's inputs with what each launch wrote destroyed (agent.harness.worker.ablation)")
 
 
 class WorkerError(Model):
@@ -142,7 +143,7 @@ class Launch(Model):
     args: list[Span] = Field(default_factory=list)
     written: list[Span] = Field(default_factory=list)
     foreign: list[str] = Field(default_factory=list, description="type names of arguments that are neither tensors "
-                               "nor plain values (agent.harness.trace.foreign_arguments)")
+                               "nor plain values (agent.harness.worker.trace.foreign_arguments)")
 
 
 class Storage(Model):
@@ -172,9 +173,9 @@ class Trace(Model):
     outputs: list[int] = Field(default_factory=list, description="storage ids of the returned tensors")
     watching: list[str] = Field(default_factory=list, description="what let the forward tell a recorded call from "
                                 "the others: operators that let the host see the GPU's progress "
-                                "(agent.harness.trace.watches_the_gpu), tensor classes of the candidate's")
+                                "(agent.harness.worker.trace.watches_the_gpu), tensor classes of the candidate's")
     flags: list[str] = Field(default_factory=list, description="numeric flags that differed from the harness's where "
-                             "an operator ran (agent.harness.trace.Tracker.flags_where)")
+                             "an operator ran (agent.harness.worker.trace.Tracker.flags_where)")
     output_spans: list[Span] = Field(default_factory=list, description="the bytes of their storages the returned "
                                      "tensors cover (a write past them is not the output)")
     measured: bool = Field(default=False, description="every load and store of the launches was recorded (CPU mode)")
@@ -206,7 +207,7 @@ class TrialRecord(Model):
 
 
 class Ablated(Model):
-    """The call with every launch's writes destroyed (agent.harness.ablation), as it ended."""
+    """The call with every launch's writes destroyed (agent.harness.worker.ablation), as it ended."""
 
     trial: int = Field(description="the trial whose inputs it ran on")
     launches: int = 0
@@ -214,7 +215,7 @@ class Ablated(Model):
 
 
 class BenchStats(Model):
-    """One callable on both clocks (agent.harness.timing): `median_ms` is the device clock."""
+    """One callable on both clocks (agent.harness.worker.timing): `median_ms` is the device clock."""
 
     median_ms: float
     spread_pct: float
@@ -347,7 +348,7 @@ def publish_job(path: Path) -> None:
 
 def worker_argv(job_path: Path) -> list[str]:
     """The command that runs a worker on a job file (wrap it in `ncu ...` to profile)."""
-    return [sys.executable, "-m", "agent.harness.worker", str(job_path)]
+    return [sys.executable, "-m", "agent.harness.worker.main", str(job_path)]
 
 
 def prepare_job(

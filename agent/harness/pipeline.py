@@ -4,6 +4,7 @@ worker behind the sandbox's wall -> the parent's judgement (outputs, trials, run
 The parent decides: it chooses the trials and the checked timed calls, requires a record for each, compares every
 output with the fp64 truth itself and applies the run-time rules to what the worker recorded. Whatever a candidate
 does, these functions return an EvalResult (secrets scrubbed from it): the agent process never dies of it.
+Over 400 lines: the cascade and the pool that runs a round's candidates side by side share its stages' order.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.errors import HarnessError
-from agent.harness import extract, gpuonly, kernelbench, policy
+from agent.harness.static import extract, gpuonly, policy
+from agent.harness.judge import kernelbench
 from agent.harness.cache import salted
 from agent.harness.job import (
     Device,
@@ -35,17 +37,17 @@ from agent.harness.job import (
     prepare_job,
     read_result,
 )
-from agent.harness.judge import judge
-from agent.harness.limit import ConfigPasses, Limit, limit_for
+from agent.harness.judge.verdict import judge
+from agent.harness.wall.limit import ConfigPasses, Limit, limit_for
 from agent.harness.prewarm import Prewarm
-from agent.harness.runner import load_tensors, run_worker, sizes_for
-from agent.harness.sandbox import Deadline
+from agent.harness.runner import load_tensors, run_job, sizes_for
+from agent.harness.wall.sandbox import Deadline
 from agent.harness.settings import settings
-from agent.harness.saturation import varied_trials
+from agent.harness.judge.saturation import varied_trials
 from agent.harness.shared import Shared
-from agent.harness.tiles import Widths, past_tile
-from agent.harness.validate import Reference
-from agent.harness.workerio import Gpu
+from agent.harness.judge.tiles import Widths, past_tile
+from agent.harness.judge.validate import Reference
+from agent.harness.worker.workerio import Gpu
 from agent.printable import printable
 from agent.redact import scrub
 from agent.schema import EvalResult, Objective, OnResult, Precision, ProblemSpec, Stage, Verdict
@@ -84,7 +86,7 @@ def default_device() -> Device:
 def default_gpu_lock() -> Path:
     """The lock of the GPU this process uses (the first of CUDA_VISIBLE_DEVICES, else 0): every process of this host
     evaluating or profiling on it takes it, so two runs on one GPU never time alongside each other's work."""
-    from agent.harness.gpulock import lock_path
+    from agent.harness.wall.gpulock import lock_path
 
     return lock_path(os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0")
 
@@ -171,7 +173,7 @@ class _Job(BaseModel):
     round_problem: ProblemSpec | None = Field(default=None, description="the problem at the round's sizes, where "
                                               "req.problem holds `past`'s too (None: req.problem)")
     past: int = Field(default=0, description="trials of this answer's own at the end of `trials`: a size past its "
-                                             "widest tile (agent.harness.tiles)")
+                                             "widest tile (agent.harness.judge.tiles)")
 
     def hide(self) -> list[Path]:
         """What the candidate must not see: the request's directories and the cache of truths."""
@@ -193,7 +195,7 @@ def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Li
     try:
         lim = limit()
         passes = ConfigPasses(workdir / "result.json", lim.seconds) if lim.per_pass else None
-        # the ablated call's place among the calls is drawn per candidate, out of its sight (agent.harness.ablation)
+        # the ablated call's place among the calls is drawn per candidate, out of its sight (agent.harness.worker.ablation)
         ablate = secrets.choice(job.trials).id if job.trials else None
         path = prepare_job(workdir, "evaluate", req.problem, code=job.code, device=device, seed=job.seed,
                            trials=job.trials, plan=job.plan, gpu_lock=req.gpu_lock, publish=warm is None,
@@ -207,10 +209,10 @@ def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Li
         elif passes is not None:
             deadline = Deadline()
             deadline.arm(lim.seconds, passes)
-            sb = run_worker(workdir, path, device, lim.seconds * passes.most, req.memory_mb, job.hide(), req.gpu_lock,
+            sb = run_job(workdir, path, device, lim.seconds * passes.most, req.memory_mb, job.hide(), req.gpu_lock,
                             deadline)
         else:
-            sb = run_worker(workdir, path, device, lim.seconds, req.memory_mb, job.hide(), req.gpu_lock)
+            sb = run_job(workdir, path, device, lim.seconds, req.memory_mb, job.hide(), req.gpu_lock)
         if passes is not None:
             lim = passes.limit(lim)
         exited = time.monotonic()
@@ -238,7 +240,7 @@ def _run_candidate(job: _Job, truth: Callable[[], Truth], limit: Callable[[], Li
     return result
 
 
-# The worker's marks (agent.harness.workerio.mark), in order, each ending the phase named beside it.
+# The worker's marks (agent.harness.worker.workerio.mark), in order, each ending the phase named beside it.
 _MARKS = (("main", "start"), ("ready", "imports"), ("imported", "load"), ("first", "compile"),
           ("validated", "validate"), ("timed", "timing"))
 
@@ -253,7 +255,7 @@ def _last_phase(res: WorkerResult | None) -> str:
     return {"build": "imports", "import": "load"}.get(res.phase, res.phase)
 
 
-# The phase each wait for the GPU's lock falls in (agent.harness.candidate.evaluate takes the lock at those points).
+# The phase each wait for the GPU's lock falls in (agent.harness.worker.candidate.evaluate takes the lock at those points).
 _WAITS = {"shared": "imports", "exclusive": "timing"}
 
 
@@ -312,7 +314,7 @@ def prewarm_for(req: EvalRequest, device: Device) -> Prewarm:
     cfg = settings().sandbox
     hide = [*req.hide, *([req.cache_dir] if req.cache_dir else [])]
     lock = req.gpu_lock or (default_gpu_lock() if device == "cuda" else None)
-    per_pass = cfg.cpu_config_passes_timed if device != "cuda" else 1  # agent.harness.limit.ConfigPasses
+    per_pass = cfg.cpu_config_passes_timed if device != "cuda" else 1  # agent.harness.wall.limit.ConfigPasses
     return Prewarm(device, hide, lock, cap_s=cfg.reference_timeout_s + (req.timeout_s or cfg.timeout_s * per_pass),
                    memory_mb=req.memory_mb)
 
@@ -336,6 +338,8 @@ def evaluate_many(reqs: list[EvalRequest], shared: Shared | None = None,
 
 def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prewarm],
                    on_result: OnResult) -> list[EvalResult]:
+    """The round's candidates side by side. Over 80 lines: its closures share the pool, the results and the
+    Prewarms, and run in the order a candidate's phases take."""
     results: list[EvalResult | None] = [None] * len(reqs)
 
     def final(i: int) -> None:

@@ -26,8 +26,8 @@ from agent.harness.job import Device
 _PROBE = """\
 import json, sys
 try:
-    import agent.harness.worker, agent.harness.candidate, agent.harness.trusted, agent.harness.trace
-    import agent.harness.validate, agent.harness.inputs, torch, triton, triton.language{extra}
+    import agent.harness.worker.main, agent.harness.worker.candidate, agent.harness.worker.trusted, agent.harness.worker.trace
+    import agent.harness.judge.validate, agent.harness.worker.inputs, torch, triton, triton.language{extra}
 except ImportError as e:
     print(json.dumps({{"module": e.name or str(e), "error": str(e), "path": sys.path}}))
     sys.exit(3)
@@ -79,7 +79,7 @@ def _verified(device: Device, hide: tuple[Path, ...]) -> bool:
     import sys
 
     from agent.harness.job import worker_env
-    from agent.harness.sandbox import run_sandboxed
+    from agent.harness.wall.sandbox import run_sandboxed
 
     code = _PROBE.format(extra=", numpy, triton.runtime.interpreter" if device == "cpu" else "")
     if device == "cpu":

@@ -10,7 +10,7 @@ from pathlib import Path
 from agent.errors import HarnessError
 from agent.harness import preflight
 from agent.harness.job import Device, worker_argv, worker_env
-from agent.harness.sandbox import Deadline, SandboxResult, SandboxUnavailable, run_sandboxed
+from agent.harness.wall.sandbox import Deadline, SandboxResult, SandboxUnavailable, run_sandboxed
 from agent.harness.settings import settings
 from agent.schema import ProblemSpec, SizeSet
 
@@ -22,27 +22,33 @@ def sizes_for(problem: ProblemSpec, device: Device) -> list[SizeSet]:
     return problem.sizes if device == "cuda" else problem.cpu_sizes
 
 
-def run_worker(workdir: Path, job_path: Path, device: Device, timeout_s: float, memory_mb: int | None,
-               hide: list[Path], gpu_lock: Path | None, deadline: Deadline | None = None) -> SandboxResult:
-    """The worker of `job_path`, sandboxed; a sandbox that cannot be built is a HarnessError (never run without)."""
+def run_job(workdir: Path, job_path: Path, device: Device, timeout_s: float, memory_mb: int | None,
+            hide: list[Path], gpu_lock: Path | None, deadline: Deadline | None = None, *, wrap: list[str] | None = None,
+            env: dict[str, str] | None = None, output_limit_bytes: int | None = None) -> SandboxResult:
+    """The one way a job (agent.harness.job, any mode) runs in the wall: its worker, sandboxed, behind the GPU's lock.
+
+    Evaluation, the shared truths and baselines, the torch.compile capture and profiling all come here; `wrap` runs
+    the worker under a tool (ncu's command line, which must run inside the wall with its target), `env` adds to the
+    worker's environment. A sandbox that cannot be built is a HarnessError (never run without)."""
     cfg = settings().sandbox
     mem = memory_mb or (cfg.memory_mb_cpu if device == "cpu" else cfg.memory_mb_gpu)
-    env = worker_env(device)
+    env = {**worker_env(device), **(env or {})}
     expose = []
     if gpu_lock is not None:  # the worker takes this GPU's lock: visible (read-only) inside the sandbox
-        from agent.harness.gpulock import ensure
+        from agent.harness.wall.gpulock import ensure
 
         ensure(gpu_lock)
         expose.append(gpu_lock.parent)
     try:
-        sb = run_sandboxed(worker_argv(job_path), workdir=workdir, timeout_s=timeout_s, env=env, memory_mb=mem,
-                           output_limit_bytes=cfg.output_limit_bytes, address_space_limit=device == "cpu",
+        sb = run_sandboxed([*(wrap or []), *worker_argv(job_path)], workdir=workdir, timeout_s=timeout_s, env=env,
+                           memory_mb=mem, output_limit_bytes=output_limit_bytes or cfg.output_limit_bytes,
+                           address_space_limit=device == "cpu",
                            hide=hide, expose=expose, deadline=deadline, queue_lock=gpu_lock)
     except SandboxUnavailable as e:
         raise HarnessError(str(e), "candidates never run without their sandbox") from e
     if not sb.contained:
         why = sb.stderr.strip().splitlines()[-1] if sb.stderr.strip() else "?"
-        raise HarnessError(f"the sandbox could not be built: {why}", "see agent/harness/contain.py for what it needs")
+        raise HarnessError(f"the sandbox could not be built: {why}", "see agent/harness/wall/contain.py for what it needs")
     if _suspect(sb, workdir):  # ours, or the code's it ran? (agent.harness.preflight)
         preflight.verify(device, tuple(hide))
     return sb

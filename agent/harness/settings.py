@@ -93,7 +93,7 @@ def tolerance(eager_error: float, precision: str = "fp32") -> float:
     v = settings().validation
     if not math.isfinite(eager_error):
         # eager fp32 itself is wrong in kind here (NaN or Inf where the truth is finite and within fp32's range: an
-        # intermediate overflow the fp64 truth does not have; agent.harness.validate.rel_error). It gives no scale,
+        # intermediate overflow the fp64 truth does not have; agent.harness.judge.validate.rel_error). It gives no scale,
         # and widening by it would pass any answer (max(floor, inf) is inf). No finite widening helps an answer that
         # overflows as eager does (a non-finite output where the truth is finite fails at any tolerance), so the
         # output is held to the floor: an answer that computes it is right, one that does not is told what it got.

@@ -26,11 +26,11 @@ from agent.harness.job import (
     prepare_job,
     read_result,
 )
-from agent.harness.judge import sandbox_failure
-from agent.harness.runner import gpu_name, load_tensors, run_worker, sizes_for
-from agent.harness.saturation import scales
+from agent.harness.judge.verdict import sandbox_failure
+from agent.harness.runner import gpu_name, load_tensors, run_job, sizes_for
+from agent.harness.judge.saturation import scales
 from agent.harness.settings import settings
-from agent.harness.validate import Reference
+from agent.harness.judge.validate import Reference
 from agent.schema import ProblemSpec, SizeSet
 
 log = logging.getLogger(__name__)
@@ -80,7 +80,7 @@ class Shared:
 
     def varied(self, problem: ProblemSpec, sizes: list[SizeSet], distributions: list[str]) -> list[tuple[int, str]]:
         """The sizes at which the truth saturates on every draw and the inputs that keep it in range
-        (agent.harness.saturation.scales), measured once per problem and sizes."""
+        (agent.harness.judge.saturation.scales), measured once per problem and sizes."""
         name = entry_name(f"{problem.name}-varied", problem.path.read_bytes(),
                           json.dumps([s.model_dump() for s in sizes], sort_keys=True), json.dumps(distributions))
         with self._lock:
@@ -121,7 +121,7 @@ def _compute_reference(problem: ProblemSpec, device: Device, seed: int, trials: 
     try:
         job = prepare_job(workdir, "reference", problem, device=device, seed=seed, trials=trials, plan=plan,
                           time_eager=time_eager, gpu_lock=gpu_lock)
-        sb = run_worker(workdir, job, device, settings().sandbox.reference_timeout_s, None, hide, gpu_lock)
+        sb = run_job(workdir, job, device, settings().sandbox.reference_timeout_s, None, hide, gpu_lock)
         res = read_result(workdir / "result.json")
         if res is None or not res.ok:
             why = res.error.message if res and res.error else sandbox_failure(sb)
@@ -172,7 +172,7 @@ def _compute_baseline(problem: ProblemSpec, device: Device, hide: list[Path], gp
         job = prepare_job(workdir, "baseline", problem, device=device, sizes=sizes,
                           # every distribution: torch.compile's own error is measured on each (the timing uses the first)
                           trials=plan_trials(sizes, 0, settings().validation.distributions), gpu_lock=gpu_lock)
-        sb = run_worker(workdir, job, device, settings().sandbox.baseline_timeout_s, None, hide, gpu_lock)
+        sb = run_job(workdir, job, device, settings().sandbox.baseline_timeout_s, None, hide, gpu_lock)
         res = read_result(workdir / "result.json")
         if res is None or not res.ok:
             log.warning("baseline timing for %s failed: %s", problem.name,

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 from agent.errors import HarnessError, UserError
-from agent.harness.capture import Capture
+from agent.harness.worker.capture import Capture
 from agent.schema import ProblemSpec
 
 CPU_NOTICE = "no Inductor start in CPU mode: torch.compile writes Triton kernels only for a GPU"
@@ -30,16 +30,16 @@ def start_from_inductor(problem: ProblemSpec, device: str, hide: list[Path] | No
 def capture_problem(problem: ProblemSpec, hide: list[Path]) -> list[Capture]:
     """One static capture per GPU size set of `problem`, from a sandboxed worker on this host's GPU."""
     from agent.harness.job import RESULT_FILE, prepare_job, read_result
-    from agent.harness.judge import sandbox_failure
+    from agent.harness.judge.verdict import sandbox_failure
     from agent.harness.pipeline import default_gpu_lock
-    from agent.harness.runner import run_worker
+    from agent.harness.runner import run_job
     from agent.harness.settings import settings
 
     workdir = Path(tempfile.mkdtemp(prefix="agent-inductor-"))
     lock = default_gpu_lock()
     try:
         job = prepare_job(workdir, "inductor", problem, device="cuda", sizes=problem.sizes, trials=[], gpu_lock=lock)
-        sb = run_worker(workdir, job, "cuda", settings().sandbox.baseline_timeout_s, None, hide, lock)
+        sb = run_job(workdir, job, "cuda", settings().sandbox.baseline_timeout_s, None, hide, lock)
         res = read_result(workdir / RESULT_FILE)
         if res is None or not res.ok:
             why = res.error.message if res is not None and res.error else sandbox_failure(sb)

@@ -1,5 +1,5 @@
 """torch.compile's own code for a problem, as an answer: the Captures of one problem (one per size set, static
-shapes; agent.harness.capture) and the problem's Model source in, the text of a self-contained KernelBench-style
+shapes; agent.harness.worker.capture) and the problem's Model source in, the text of a self-contained KernelBench-style
 module out, which the harness judges like any other answer.
 
 What the answer holds: the Triton kernels as plain @triton.jit functions (agent.inductor.kernels), one launcher per
@@ -21,7 +21,7 @@ import keyword
 from dataclasses import dataclass, field
 
 from agent.inductor.kernels import KernelError, helper_functions, translate_kernel
-from agent.harness.capture import Capture
+from agent.harness.worker.capture import Capture
 from agent.inductor.wrapper import (
     RESERVED,
     CannotTranslate,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 
 from agent.errors import UserError
-from agent.harness.capture import KernelLaunch
+from agent.harness.worker.capture import KernelLaunch
 
 # Inductor's extern kernels that are torch's own functions under the same name and arguments.
 EXTERN = {"convolution", "mm", "addmm", "bmm", "baddbmm"}

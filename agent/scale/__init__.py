@@ -7,7 +7,7 @@
 
 A worker (EvalWorker) is long-lived and pinned to one GPU (CUDA_VISIBLE_DEVICES); it evaluates one candidate at
 a time through the ordinary harness, so every candidate still runs in its own sandboxed subprocess. There are
-`gpu_slots` workers per GPU (agent/data/harness.toml): they share the GPU's lock (agent/harness/gpulock.py),
+`gpu_slots` workers per GPU (agent/data/harness.toml): they share the GPU's lock (agent/harness/wall/gpulock.py),
 which the candidate's subprocess holds shared while it builds and validates and exclusively while it is timed
 (or profiled), so a candidate's start-up and Triton compile overlap another's timing but no timing overlaps
 other work on that GPU.

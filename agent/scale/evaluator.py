@@ -138,8 +138,8 @@ def _only_waited(answer: tuple[str, Any]) -> bool:
 
 
 def _lost(source: str, message: str, device: str) -> EvalResult:
-    from agent.harness import extract
-    from agent.harness.policy import kernel_names
+    from agent.harness.static import extract
+    from agent.harness.static.policy import kernel_names
 
     code = extract.extract_code(source)
     return EvalResult(verdict=Verdict.RUNTIME_ERROR, message=message, code=code,

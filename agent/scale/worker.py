@@ -42,9 +42,9 @@ class EvalWorker:
 
         self.device = device
         self.gpu_lock: Path | None = None
-        # the workers sharing this GPU take its lock (agent.harness.gpulock); without a GPU, the one a request names
+        # the workers sharing this GPU take its lock (agent.harness.wall.gpulock); without a GPU, the one a request names
         if device == "cuda":
-            from agent.harness.gpulock import lock_path
+            from agent.harness.wall.gpulock import lock_path
 
             self.gpu_lock = lock_path(os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")[0].strip() or "0")
         self.shared = Shared()  # this worker's truths and baselines, kept (bounded) across rounds

@@ -42,14 +42,14 @@ def stage() -> Stage:
 
 def plain_run(code: str, problem) -> dict:
     """The worker's profile mode without ncu, sandboxed the same way: what the candidate costs by itself."""
-    from agent.harness.job import prepare_job, read_result, worker_argv, worker_env
-    from agent.harness.sandbox import run_sandboxed
+    from agent.harness.job import prepare_job, read_result
+    from agent.harness.runner import run_job
 
     workdir = Path(tempfile.mkdtemp(prefix="agent-plain-"))
     try:
         job = prepare_job(workdir, "profile", problem, code=code, device="cuda")
         t0 = time.monotonic()
-        res = run_sandboxed(worker_argv(job), workdir=workdir, timeout_s=300, env=worker_env("cuda"))
+        res = run_job(workdir, job, "cuda", 300, None, [], None)
         wall = time.monotonic() - t0
         result = read_result(workdir / "result.json")
         return {"wall_s": round(wall, 2), "ok": bool(result and result.ok), "rc": res.returncode,

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from agent.harness import EvalRequest, evaluate, evaluate_many  # noqa: E402
-from agent.harness.sandbox import isolation  # noqa: E402
+from agent.harness.wall.sandbox import isolation  # noqa: E402
 from agent.problems import load_problem, starting_code  # noqa: E402
 from agent.schema import EvalResult, Stage  # noqa: E402
 from agent.stages import get_stage  # noqa: E402

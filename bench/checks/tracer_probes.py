@@ -11,7 +11,7 @@ them are manifest cases, judged by bench/checks/manifest_verdicts.py):
 3. foreign: a traced launch given an object whose data_ptr Triton calls inside the launcher is recorded
    (`foreign: [['Duck']]`), and a plain launch (tensors, ints, a float, a constexpr) records nothing (`plain: [[]]`):
    the launcher's own leading arguments (grid, stream, metadata) never count as foreign.
-4. sources: agent.harness.kernelsource.Sources on the compile path: a kernel whose `_src` is replaced before Sources
+4. sources: agent.harness.worker.kernelsource.Sources on the compile path: a kernel whose `_src` is replaced before Sources
    is installed compiles the replacement (`control_value` 2.0: the swap matters on a GPU); one made after it and
    replaced the same way compiles the text it was made from (`guarded_value` 1.0) and is reported.
 
@@ -133,7 +133,7 @@ def foreign(tracker) -> dict:
 
 SOURCES = '''
 import json, torch, triton, triton.language as tl
-from agent.harness.kernelsource import Sources
+from agent.harness.worker.kernelsource import Sources
 
 @triton.jit
 def before(out):
@@ -176,8 +176,8 @@ def sources() -> dict:
 
 
 def main() -> int:
-    from agent.harness.trace import Tracker
-    from agent.harness.trusted import Trusted
+    from agent.harness.worker.trace import Tracker
+    from agent.harness.worker.trusted import Trusted
 
     tracker = Tracker(Trusted("cuda"))  # one per process, as in a worker: it hooks Triton's launcher class
     tracker.install()

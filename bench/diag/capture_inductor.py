@@ -1,4 +1,4 @@
-"""Record what torch.compile generates for problems on this GPU (agent.harness.capture), as JSON fixtures for the
+"""Record what torch.compile generates for problems on this GPU (agent.harness.worker.capture), as JSON fixtures for the
 translator's tests: one static capture per size set of the problem (its GPU sizes and its CPU sizes, so that the
 translated answer can be judged on the CPU too), and with --dynamic one dynamic capture at the timed size.
 
@@ -16,8 +16,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from agent.harness.inputs import build  # noqa: E402
-from agent.harness.capture import capture  # noqa: E402
+from agent.harness.worker.inputs import build  # noqa: E402
+from agent.harness.worker.capture import capture  # noqa: E402
 from agent.problems import list_problems, load_module, load_problem  # noqa: E402
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-from agent.harness import sandbox
-from agent.harness.contain import __file__ as CONTAIN
+from agent.harness.wall import sandbox
+from agent.harness.wall.contain import __file__ as CONTAIN
 
 PROBE = "import torch; torch.cuda.init(); print('cuda ok', torch.cuda.device_count(), torch.ones(2, device='cuda').sum().item())"
 UNSHARE = ["unshare", "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--mount", "--net", "--"]

@@ -2,8 +2,8 @@
 
 On the H100 the algebraic rewrite's call latency read 0.096 ms in a plain script and 0.139-0.159 ms in the harness
 (device time agreed to 0.2 %). This measures the same call in one process as the harness's pieces are added:
-plain; the launch counter (agent.harness.trace.Tracker, count-only); the audit hook (agent.harness.trusted.guard);
-then agent.harness.timing.Bench's own latency loop. Writes $OUT/latency_overhead.json.
+plain; the launch counter (agent.harness.worker.trace.Tracker, count-only); the audit hook (agent.harness.worker.trusted.guard);
+then agent.harness.worker.timing.Bench's own latency loop. Writes $OUT/latency_overhead.json.
 """
 
 from __future__ import annotations
@@ -50,9 +50,9 @@ def main() -> int:
 
     from agent.harness.job import TimingPlan
     from agent.harness.settings import settings
-    from agent.harness.timing import Bench
-    from agent.harness.trace import Tracker
-    from agent.harness.trusted import Trusted, guard
+    from agent.harness.worker.timing import Bench
+    from agent.harness.worker.trace import Tracker
+    from agent.harness.worker.trusted import Trusted, guard
 
     problem = _module(REPO / "agent" / "problems" / "gap44.py", "gap44_diag")
     cand_path = REPO / "bench" / "candidates" / "gap44_algebraic.py"

@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from agent.catalog import closest_gpu, detect_device_name, find_gpu  # noqa: E402
-from agent.harness.extract import extract_code  # noqa: E402
+from agent.harness.static.extract import extract_code  # noqa: E402
 from agent.offline import OfflineProposer  # noqa: E402
 from agent.problems import load_problem  # noqa: E402
 from agent.protocols import ProposalContext  # noqa: E402

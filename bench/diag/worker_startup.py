@@ -32,15 +32,15 @@ def child(device: str) -> dict:
     import triton.language as tl
     m("import triton")
     sys.path.insert(0, str(REPO))
-    from agent.harness import candidate  # noqa: F401
-    from agent.harness.trace import Tracker
-    from agent.harness.trusted import Integrity, Trusted
+    from agent.harness.worker import candidate  # noqa: F401
+    from agent.harness.worker.trace import Tracker
+    from agent.harness.worker.trusted import Integrity, Trusted
     m("harness modules")
     tr = Trusted(device)
     tk = Tracker(tr)
     tk.install()
     m("Trusted + tracker (Triton driver)")
-    from agent.harness.inputs import weights
+    from agent.harness.worker.inputs import weights
     from agent.problems import load_module, load_problem
 
     p = load_problem("gap44")

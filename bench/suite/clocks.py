@@ -1,7 +1,7 @@
 """GPU check of the two clocks and of evaluation speed (issue 15), for an H100: `python bench/suite/clocks.py`.
 
 1. plain: this script times the exported algebraic rewrite (bench/candidates/gap44_algebraic.py), eager and
-   torch.compile at gap44's full size, each two ways, with code of its own (not agent.harness.timing):
+   torch.compile at gap44's full size, each two ways, with code of its own (not agent.harness.worker.timing):
    device  = CUDA events around calls queued back to back, a reading L2 flush before each;
    latency = flush, synchronize, then one call timed on the host clock until synchronize returns;
    medians of REPS calls (latency: calls over about a second, at most LATENCY_MAX), fresh inputs each call.

@@ -19,7 +19,7 @@ GPU=$(nvidia-smi --query-gpu=name,driver_version,power.limit --format=csv,nohead
 echo "== 1. the energy counter"
 python - $W/counter.json <<'PY'
 import json, sys, time
-from agent.harness.energy import open_counter
+from agent.harness.worker.energy import open_counter
 import torch
 torch.cuda.init()
 c = open_counter(0)

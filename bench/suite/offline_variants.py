@@ -37,7 +37,7 @@ if not CUDA:  # smoke-test mode: kernels run in Triton's interpreter on CPU tens
     os.environ.setdefault("TRITON_INTERPRET", "1")
 DEVICE = "cuda" if CUDA else "cpu"
 
-from agent.harness.extract import extract_code  # noqa: E402
+from agent.harness.static.extract import extract_code  # noqa: E402
 from agent.offline import OfflineProposer  # noqa: E402
 from agent.problems import load_module, load_problem  # noqa: E402
 from agent.protocols import ProposalContext  # noqa: E402

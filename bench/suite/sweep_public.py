@@ -158,7 +158,7 @@ def _cli(a: dict, args: argparse.Namespace, procs: Procs) -> dict | None:
 
 def _static(a: dict, stage: str) -> dict:
     """Extraction and the static policy only, in this process, exactly as the CLI's first step (pipeline._static)."""
-    from agent.harness import policy
+    from agent.harness.static import policy
 
     try:  # the CLI's own first step; private, so a rename says so in one line
         from agent.harness.pipeline import EvalRequest, _absent, _static

@@ -416,7 +416,7 @@ ANSWERS = {
         "right", "a 5-D launch grid: Triton takes at most 3 (fails on a GPU too)"),
     "dlblas-kernelagent/answers/level2_10_ConvTranspose2d_MaxPool_Hardtanh_Mean_Tanh.py": (
         "cpu-mode", "`libdevice.tanh`: the interpreter's libdevice stubs return None, and tanh has no tl.math twin to "
-        "run as (agent.harness.interpret maps only those)"),
+        "run as (agent.harness.worker.interpret maps only those)"),
     "dlblas-kernelagent/answers/level2_25_Conv2d_Min_Tanh_Tanh.py": (
         "cpu-mode", "`libdevice.tanh`: a stub returning None in the interpreter (no tl.math twin)"),
     "dlblas-kernelagent/answers/level2_30_Gemm_GroupNorm_Hardtanh.py": (

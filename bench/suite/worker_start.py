@@ -22,9 +22,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from agent.harness import template  # noqa: E402
+from agent.harness.wall import template  # noqa: E402
 from agent.harness.job import prepare_job, read_result  # noqa: E402
-from agent.harness.runner import run_worker  # noqa: E402
+from agent.harness.runner import run_job  # noqa: E402
 from agent.problems import load_problem  # noqa: E402
 
 CORRECT = (REPO / "tests" / "candidates" / "correct.py").read_text()
@@ -50,7 +50,7 @@ def one(device: str, warm: bool, root: Path, i: int) -> tuple[float, float, floa
                       seed=1)
     before = cpu_s(warm) if warm and template.templates.pids() else 0.0 if warm else cpu_s(False)
     asked = time.monotonic()
-    sb = run_worker(workdir, job, device, 600, None, [], None)  # type: ignore[arg-type]
+    sb = run_job(workdir, job, device, 600, None, [], None)  # type: ignore[arg-type]
     res = read_result(workdir / "result.json")
     if res is None or not res.ok or "ready" not in res.marks:
         raise SystemExit(f"the worker failed: {sb.stderr[-1500:]}")

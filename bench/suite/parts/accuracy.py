@@ -62,7 +62,7 @@ def build_items(spec: dict) -> tuple[dict[str, Callable[[], Any]], dict[str, Cal
     the problem at its timed size, weights from seed 0, the same inputs."""
     import torch
 
-    from agent.harness.inputs import build, copy_matching_weights, make_inputs, weights
+    from agent.harness.worker.inputs import build, copy_matching_weights, make_inputs, weights
     from agent.harness.job import trial_seed
     from agent.problems import load_module
 
@@ -118,13 +118,13 @@ def _warm(fns: dict[str, Callable[[], Any]], errors: dict[str, str], device: str
 
 
 def mode_accuracy_timing(spec_path: Path, out_path: Path) -> int:
-    """The harness's own timing function (agent.harness.timing) on each item, `repeats` times round-robin, then a
+    """The harness's own timing function (agent.harness.worker.timing) on each item, `repeats` times round-robin, then a
     plain loop: n calls back to back, one synchronize, no flush."""
     import torch
 
     from agent.harness.settings import settings
-    from agent.harness.timing import Bench
-    from agent.harness.trusted import Trusted
+    from agent.harness.worker.timing import Bench
+    from agent.harness.worker.trusted import Trusted
 
     spec = json.loads(spec_path.read_text())
     device, repeats = spec["device"], spec.get("repeats", 3)
@@ -216,7 +216,7 @@ def read_launches(report: Path) -> list[tuple[str, dict[str, Any]]]:
 
 
 def part_accuracy(ctx: dict, deadline: float, save: Callable[[dict], None]) -> dict:
-    from agent.harness.policy import kernel_names
+    from agent.harness.static.policy import kernel_names
     from agent.profiler import find_ncu
 
     work = Path(ctx["work"])

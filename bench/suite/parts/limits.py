@@ -54,7 +54,7 @@ def env_info(device: str) -> dict[str, Any]:
     else:
         info["ncu"] = "ncu not found"
     try:
-        from agent.harness.sandbox import isolation
+        from agent.harness.wall.sandbox import isolation
 
         info["isolation"] = isolation()
     except Exception:  # noqa: BLE001

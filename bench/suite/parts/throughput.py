@@ -40,7 +40,7 @@ def _static_phase(mf: dict, code: str, stage: Any) -> dict:
     """Extraction + static checks, on every answer the memory-fusion run recorded (CPU only, in process)."""
     import ast as _ast
 
-    from agent.harness import extract, policy
+    from agent.harness.static import extract, policy
     from agent.stages import absent_triton_functions
 
     texts = []
@@ -70,14 +70,8 @@ def _worker_phases(data: dict, code: str, problem: Any, device: str, deadline: f
                    save: Callable[[dict], None]) -> float | None:
     """The worker, sandboxed as the harness runs it, four times in one workdir (one HOME and Triton cache): cold and
     warm profile mode, evaluate without and with timing. Returns the cold run's wall seconds."""
-    from agent.harness.job import (
-        plan_timing,
-        prepare_job,
-        read_result,
-        worker_argv,
-        worker_env,
-    )
-    from agent.harness.sandbox import run_sandboxed
+    from agent.harness.job import plan_timing, prepare_job, read_result
+    from agent.harness.runner import run_job
     from agent.harness.settings import settings
 
     cfg = settings().sandbox
@@ -91,9 +85,7 @@ def _worker_phases(data: dict, code: str, problem: Any, device: str, deadline: f
         job = prepare_job(workdir, mode, problem, code=code, device=device,
                           plan=plan_timing(device, 0) if time_it else None)
         (workdir / "result.json").unlink(missing_ok=True)
-        sb = run_sandboxed(worker_argv(job), workdir=workdir, timeout_s=min(cfg.timeout_s, left(deadline) - 5),
-                           env=worker_env(device), memory_mb=cfg.memory_mb_cpu if device == "cpu" else cfg.memory_mb_gpu,
-                           output_limit_bytes=cfg.output_limit_bytes, address_space_limit=device == "cpu")
+        sb = run_job(workdir, job, device, min(cfg.timeout_s, left(deadline) - 5), None, [], None)
         res = read_result(workdir / "result.json")
         ok = res is not None and res.ok
         runs[label] = {"wall_s": sb.wall_s, "ok": ok, "isolation": sb.isolation,

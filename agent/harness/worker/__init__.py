@@ -1,0 +1,1 @@
+"""Everything that runs inside the sandbox. It imports nothing from the parent's side (static/, judge/, the orchestration): only the job's contract (agent.harness.job, settings) and the GPU's lock."""
