@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,7 +32,7 @@ from pydantic import BaseModel
 
 from agent.harness.wall import proctree, template
 from agent.harness.wall.lockwait import LockWatch
-from agent.harness.wall.view import closed_ancestors, import_paths, masked, under, warn_unreadable
+from agent.harness.wall.spec import Isolation, contain_spec  # noqa: F401 (sandbox.contain_spec: its name here too)
 from agent.harness.settings import settings
 
 log = logging.getLogger(__name__)
@@ -57,13 +56,6 @@ _KEEP_PREFIXES = (
 )
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|CERT", re.I)
 _SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AWS_", "AZURE_", "GOOGLE_", "GITHUB_", "GH_", "HF_", "HUGGING")
-# Left writable at the mount level: the namespace's own /proc (CUDA's driver writes there: on an H100, cuInit fails
-# with error 304 under a read-only /proc); its files' permissions keep the unprivileged uid to its own process's.
-_EXEMPT = ("/proc",)
-# Masked, but left writable: every user's scratch space, private to the namespace and gone with it.
-_SCRATCH = ("/tmp", "/var/tmp", "/dev/shm")
-
-
 class SandboxUnavailable(RuntimeError):
     """This machine refuses every kind of namespace: candidates cannot be contained here."""
 
@@ -112,58 +104,11 @@ class SandboxResult(BaseModel):
         return self.returncode == 0 and self.killed is None
 
 
-@dataclass(frozen=True)
-class Isolation:
-    """What this machine lets us build: unshare flags, and the uid a command is dropped to (None: none mapped)."""
-
-    kind: str
-    unshare: list[str] = field(default_factory=list)
-    uid: int | None = None
-
-
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The parent's environment reduced to what tools need, without anything that looks like a secret."""
     env = {k: v for k, v in os.environ.items() if k in _KEEP_NAMES or k.startswith(_KEEP_PREFIXES)}
     env.update(extra or {})
     return {k: v for k, v in env.items() if not SECRET_NAME.search(k) and not k.upper().startswith(_SECRET_PREFIXES)}
-
-
-def contain_spec(workdir: Path, iso: Isolation, limits: dict[str, int], hide: Sequence[Path] = (),
-                 expose: Sequence[Path] = ()) -> dict:
-    """What contain.py builds for one command: masks with the paths kept under each, the writable workdir,
-    limits and the uid. Staging directories for the masks are created here, inside the workdir."""
-    limits = dict(limits)
-    if not iso.unshare:
-        return {"namespaces": False, "cwd": str(workdir), "limits": limits, "uid": iso.uid, "gid": iso.uid}
-    imports = import_paths()
-    keep_all = [workdir, *expose, *imports]
-    if iso.uid is not None:
-        warn_unreadable(tuple(imports), iso.uid)
-    masks: list[Path] = []
-    for m in masked([*hide, *closed_ancestors(keep_all, iso)]):  # outermost first
-        if m in keep_all:
-            log.debug("not masking %s: the worker needs it", m)
-        elif any(under(m, k) for k in keep_all) or not any(under(m, o) for o in masks):
-            # inside a kept import folder (a store in a --target folder) it is masked over the folder's bind; inside
-            # another mask and no kept path it is hidden already
-            masks.append(m)
-    pairs: list[tuple[str, list[str], bool]] = []
-    for m in masks:
-        kept = sorted({p for p in keep_all if under(p, m)}, key=lambda p: len(p.parts))
-        firsts: list[Path] = []
-        for p in kept:
-            if not any(under(p, o) for o in firsts):
-                firsts.append(p)
-        pairs.append((str(m), [str(p) for p in firsts], str(m) in _SCRATCH))
-    stage_root = workdir / ".ns"
-    stages = []
-    for i in range(len(pairs)):
-        d = stage_root / str(i)
-        d.mkdir(parents=True, exist_ok=True)
-        stages.append(str(d))
-    return {"namespaces": True, "masks": pairs, "stages": stages, "writable": [str(workdir)], "exempt": list(_EXEMPT),
-            "tmpfs_mb": settings().sandbox.tmpfs_mb, "cwd": str(workdir), "limits": limits,
-            "uid": iso.uid, "gid": iso.uid}
 
 
 def _unshare_cmd(flags: list[str]) -> list[str]:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from agent.harness.settings import settings
 
 if TYPE_CHECKING:
-    from agent.harness.wall.sandbox import Isolation
+    from agent.harness.wall.spec import Isolation
 
 log = logging.getLogger(__name__)
 
@@ -261,7 +261,7 @@ class Templates:
 
 def _started(env: dict[str, str], iso: Isolation) -> Template:
     """A template whose wall was seen to stand: a probe child builds it and exits."""
-    from agent.harness.wall.sandbox import contain_spec
+    from agent.harness.wall.spec import contain_spec
 
     template = Template(env, iso.kind)
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from agent.harness.wall.sandbox import Isolation
+    from agent.harness.wall.spec import Isolation
 
 log = logging.getLogger(__name__)
 
