@@ -55,7 +55,7 @@ MANIFEST_ANSWERS = 261
 NOT_IN_MANIFEST: set[str] = set()  # correct.py, the answer many tests share, is a case too (bench/checks judges it)
 # what a case may say: a misspelt key (a `gpu_mesage`) would be a check silently not made
 CASE_KEYS = {"file", "verdict", "threat", "rule", "message", "timeout_s", "problem", "stage", "time", "transform",
-             "gpu_verdict", "gpu_message"}
+             "gpu_verdict", "gpu_message", "also"}
 
 
 def test_every_threat_has_a_candidate_file_and_a_valid_verdict():
@@ -75,7 +75,11 @@ def test_every_threat_has_a_candidate_file_and_a_valid_verdict():
 @pytest.mark.parametrize("name", list(MANIFEST))
 def test_adversarial_candidate_gets_the_right_verdict(suite, name):
     case, result = MANIFEST[name], suite[name]
-    assert result.verdict == case["verdict"], f"{name} ({case['threat']}): {result.verdict}: {result.message}"
+    # `also`: a refusal the draw decides between (where the secret ablated call falls among the trials)
+    assert result.verdict in [case["verdict"], *case.get("also", [])], \
+        f"{name} ({case['threat']}): {result.verdict}: {result.message}"
+    if result.verdict != case["verdict"]:
+        return
     if "rule" in case:
         assert f"[{case['rule']}]" in result.message
     if "message" in case:
