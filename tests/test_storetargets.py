@@ -99,13 +99,13 @@ def test_stores_are_followed_through_assignments_helpers_block_pointers_atomics_
 def test_the_launchers_last_arguments_are_mapped_to_the_parameters_and_anything_else_destroys_every_tensor():
     import torch
 
-    from agent.harness.worker.trace import _stored_tensors
+    from agent.harness.worker.storetargets import stored_tensors
 
     y, out, scratch = torch.zeros(4), torch.zeros(4), torch.zeros(4)
     names = ["y_ptr", "out_ptr", "scratch_ptr", "n", "BLOCK"]
     launcher = ((1, 1, 1, 0, None, None, None, None, None, y, out, scratch, 4, 4), {})
     every = [y, out, scratch]
-    picked = _stored_tensors(launcher, (names, frozenset({"scratch_ptr", "BLOCK"})), every, torch)
+    picked = stored_tensors(launcher, (names, frozenset({"scratch_ptr", "BLOCK"})), every, torch)
     assert len(picked) == 1 and picked[0] is scratch
-    assert _stored_tensors(launcher, (names, None), every, torch) is every  # source unreadable
-    assert _stored_tensors(((y, out, scratch, 4, 4), {}), (names, frozenset({"scratch_ptr"})), every, torch) is every
+    assert stored_tensors(launcher, (names, None), every, torch) is every  # source unreadable
+    assert stored_tensors(((y, out, scratch, 4, 4), {}), (names, frozenset({"scratch_ptr"})), every, torch) is every

@@ -175,3 +175,23 @@ def stored_parameters(fn: Any) -> frozenset[str] | None:
         return None
     params, written = found
     return frozenset(p for p in params if p in written)
+
+
+def stored_tensors(args: Any, stores: tuple[list[str], frozenset[str] | None] | None, tensors: list[Any],
+                    torch: Any) -> list[Any]:
+    """The tensor arguments a GPU launch may have stored to (agent.harness.worker.storetargets): the launcher's last
+    arguments are the kernel's, in its parameters' order. Every tensor argument where that cannot be told."""
+    positional = args[0] if isinstance(args, tuple) and args and isinstance(args[0], tuple) else ()
+    # Triton >= 3.3's launcher: grid (3), stream, function, packed metadata, launch metadata, two hooks, then every
+    # parameter's value; any other count is another launcher: tell nothing apart
+    if stores is None or stores[1] is None or not stores[0] or len(positional) != len(stores[0]) + 9:
+        return tensors
+    names, stored = stores[0], stores[1]
+    out = []
+    for param, value in zip(names, positional[len(positional) - len(names):]):
+        if param in stored:
+            if isinstance(value, torch.Tensor):
+                out.append(value)
+            elif not isinstance(value, (int, float, bool, str, type(None))):
+                return tensors  # a descriptor or a wrapper holds the tensor: tell nothing apart
+    return out

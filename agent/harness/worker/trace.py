@@ -33,7 +33,7 @@ from typing import Any, Literal
 from agent.datafiles import load_toml
 from agent.harness.job import Launch, Op, Read, Span, Storage, Trace, Traffic
 from agent.harness.worker.launchargs import classes_now, foreign_arguments, known_types
-from agent.harness.worker.storetargets import stored_parameters
+from agent.harness.worker.storetargets import stored_parameters, stored_tensors
 
 
 class OperatorKinds:
@@ -58,26 +58,6 @@ class OperatorKinds:
 @lru_cache(maxsize=1)
 def operator_kinds() -> OperatorKinds:
     return OperatorKinds(load_toml("operators.toml"))
-
-
-def _stored_tensors(args: Any, stores: tuple[list[str], frozenset[str] | None] | None, tensors: list[Any],
-                    torch: Any) -> list[Any]:
-    """The tensor arguments a GPU launch may have stored to (agent.harness.worker.storetargets): the launcher's last
-    arguments are the kernel's, in its parameters' order. Every tensor argument where that cannot be told."""
-    positional = args[0] if isinstance(args, tuple) and args and isinstance(args[0], tuple) else ()
-    # Triton >= 3.3's launcher: grid (3), stream, function, packed metadata, launch metadata, two hooks, then every
-    # parameter's value; any other count is another launcher: tell nothing apart
-    if stores is None or stores[1] is None or not stores[0] or len(positional) != len(stores[0]) + 9:
-        return tensors
-    names, stored = stores[0], stores[1]
-    out = []
-    for param, value in zip(names, positional[len(positional) - len(names):]):
-        if param in stored:
-            if isinstance(value, torch.Tensor):
-                out.append(value)
-            elif not isinstance(value, (int, float, bool, str, type(None))):
-                return tensors  # a descriptor or a wrapper holds the tensor: tell nothing apart
-    return out
 
 
 def _tensors(obj: Any, torch: Any) -> list[Any]:
@@ -345,7 +325,7 @@ class Tracker:
                 self.trusted.sync()
                 if self._ablation is not None:
                     with self.trusted.apart():
-                        self._ablation.destroy_arguments(_stored_tensors(args, stores, tensors, self.torch),
+                        self._ablation.destroy_arguments(stored_tensors(args, stores, tensors, self.torch),
                                                          self._protected())
                     self.trusted.sync()
             if self._tainted & set(by_key):
