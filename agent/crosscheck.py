@@ -34,4 +34,4 @@ def timing_doubt(timing: Timing, profile: Profile | None) -> str | None:
     if floor is None or device_ms >= BAND * floor:
         return None
     return (f"timing not reproducible: the harness measured {device_ms:.4f} ms of GPU time per call, but the "
-            f"candidate's own kernels take {floor:.4f} ms under ncu for one call [timing]")
+            f"candidate's own kernels take {floor:.4f} ms under ncu for one call [ncu-crosscheck]")

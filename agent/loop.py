@@ -284,6 +284,7 @@ def _judge(ctx: _Ctx, iteration: int, answers: list[tuple[Group, Best | None, An
     stages = [get_stage(g.stage) for g, _, _ in answers]
     one_stage = stages if len({s.name for s in stages}) > 1 else stages[0] if stages else stage
     findings: dict[int, str | None] = {}  # per group: the parent's first finding, what its prompt asked to address
+    landed: list[float] = []  # the round's times that beat the best so far, on the run's clock (_ahead)
     for g, p, _ in answers:
         if id(g) not in findings:
             found = for_prompt(p.profile, p.timing) if p else []
@@ -296,6 +297,7 @@ def _judge(ctx: _Ctx, iteration: int, answers: list[tuple[Group, Best | None, An
                          finding=findings[id(g)])
         ctx.store.record_candidate(cand)
         ctx.progress.candidate_done(cand)
+        _ahead(ctx, cand, best, landed)
         results[i] = result
         recorded.append(cand)
     recorded.sort(key=lambda c: c.index)
@@ -303,6 +305,17 @@ def _judge(ctx: _Ctx, iteration: int, answers: list[tuple[Group, Best | None, An
     ctx.store.end_iteration(ctx.run_id, iteration)
     final = [ctx.store.get_candidate(c.id) if c.id in rejected else c for c in recorded]
     return [results[i] for i in sorted(results)], best, final
+
+
+def _ahead(ctx: _Ctx, cand: Candidate, best: Best | None, landed: list[float]) -> None:
+    """As a verdict lands, start the profile the next prompts will want of it (the new best, a beam's parent) beside
+    the round's other evaluations: a candidate faster than the best and among the round's `beam` fastest so far."""
+    if not ctx.parts.profiler.enabled or not _faster(cand.result, best, ctx.objective) or cand.result.timing is None:
+        return
+    ms = cand.result.timing.clock(ctx.objective)[0]
+    landed.append(ms)
+    if sorted(landed).index(ms) < (1 if ctx.config.search == "greedy" else ctx.config.beam):
+        ctx.parts.profiler.ahead(cand.code or "", get_stage(cand.stage), cand.id)
 
 
 # ---------------------------------------------------------------- decisions

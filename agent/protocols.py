@@ -79,6 +79,13 @@ class Profiler(Protocol):
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None: ...
 
 
+class Profiles(Profiler, Protocol):
+    """The profiler the loop holds (agent.profileahead.ProfilesAhead around a Profiler): `ahead` says a candidate's
+    profile will be asked for, so it may start now, beside the round's other evaluations."""
+
+    def ahead(self, code: str, stage: Stage, candidate_id: str) -> None: ...
+
+
 class Progress(Protocol):
     """What the loop is doing: an iteration begins, a phase of it (proposing, evaluating, profiling) begins, a
     candidate lands, a new best, money spent, a note."""
@@ -123,7 +130,7 @@ class Parts:
 
     proposer: Proposer
     evaluator: Evaluator
-    profiler: Profiler
+    profiler: Profiles
     starter: Starter
 
     def summary(self) -> str | None:
@@ -131,7 +138,7 @@ class Parts:
         return fn() if callable(fn) else None
 
     def close(self) -> None:
-        for part in (self.proposer, self.evaluator):
+        for part in (self.proposer, self.evaluator, self.profiler):
             fn = getattr(part, "close", None)
             if callable(fn):
                 fn()

@@ -218,8 +218,10 @@ def task(a: Assembly) -> RunTask:
 
 def build_parts(a: Assembly, proposer: Proposer) -> Parts:
     """The loop's parts for a run that exists (a.run_id set)."""
+    from agent.profileahead import ProfilesAhead
     from agent.starts import Starts
 
-    evaluator, profiler = EVALUATORS[a.placement.kind](a)
+    evaluator, inner = EVALUATORS[a.placement.kind](a)
+    profiler = ProfilesAhead(inner, _profile_path(a))  # ahead of need, beside the round's evaluations; once per code
     starter = Starts(a.config.start, a.config.device, (a.store.root,))
     return Parts(proposer=proposer, evaluator=evaluator, profiler=profiler, starter=starter)

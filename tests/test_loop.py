@@ -133,6 +133,9 @@ class FixedProfiler:
 
     enabled = True
 
+    def ahead(self, code: str, stage: Stage, candidate_id: str) -> None:
+        self.asked_ahead = [*getattr(self, "asked_ahead", []), candidate_id]
+
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
         self.calls.append(candidate_id)
         return self.result
@@ -771,3 +774,18 @@ def test_one_iteration_with_the_real_harness_in_cpu_mode(store, tmp_path):
     assert rowsum.profile is None and wrong.profile is None
     [it1] = store.iterations(run_id)  # no iteration 0: there was nothing to start from
     assert it1.iteration == 1 and it1.best_before is None and it1.prompt
+
+
+@pytest.mark.parametrize("search,beam,ahead", [("greedy", 1, ["fast", "faster"]), ("beam", 3, ["fast", "faster", "mid"])])
+def test_a_profile_is_asked_ahead_as_a_candidate_that_will_need_it_lands(store, search, beam, ahead):
+    """Greedy: each candidate that is the round's fastest so far and beats the best (its profile starts while the
+    others are judged); beam: each among the round's `beam` fastest that beat the best. A slower one never."""
+    config, run_id = new_run(store, iterations=1, samples=4, search=search, beam=beam)
+    names = ["slow", "fast", "faster", "mid"]
+    evaluator = TableEvaluator({"slow": correct(12.0), "fast": correct(5.0), "faster": correct(3.0), "mid": correct(4.0)})
+    profiler = FixedProfiler()
+
+    go(store, config, run_id, RecordingProposer([answer(n) for n in names]), evaluator, profiler)
+
+    assert profiler.asked_ahead == [cid(run_id, 0, 0)] + [cid(run_id, 1, 1 + names.index(n)) for n in ahead]
+    assert cid(run_id, 1, 3) in profiler.calls  # the new best, profiled: what was asked ahead is what is used

@@ -971,3 +971,7 @@ def test_real_answers_imports_that_compute_nothing_beyond_their_arguments_are_al
 ])
 def test_the_rest_of_those_modules_stays_refused(code):
     assert rules_of(code) & {"import", "escape"}
+
+
+def test_capping_the_processs_gpu_memory_is_refused():
+    assert rules_of("torch.cuda.set_per_process_memory_fraction(0.5)\n") == {"process"}

@@ -35,7 +35,7 @@ def test_a_numerically_zero_output_gets_eagers_rounding_noise_even_where_its_own
     model, inputs = Cancels(), [k.float() / 1024]  # multiples of 2^-10 whose partial sums stay exact in any order
     truth, out32 = truth_and_fp32(model, inputs)
     assert rel_error(out32[0], truth[0]) == 0.0  # the lucky draw: eager exact, an honest answer in another order isn't
-    errors = eager_errors(model, inputs, out32, truth, seed=1)
+    errors, _ = eager_errors(model, inputs, out32, truth, seed=1)
     assert errors[0] > 1.0  # no correct digit: the noise the candidate cannot be blamed for
     assert errors[1] < 1e-6  # the well-conditioned output keeps its own, tight base
 
@@ -47,7 +47,7 @@ def test_a_well_conditioned_output_keeps_a_tight_base():
         truth = [model.double()(inputs[0].double()).float().double()]
         model.float()
         out32 = [model(inputs[0])]
-    assert SHAKES >= 2 and eager_errors(model, inputs, out32, truth, seed=0)[0] < 1e-5
+    assert SHAKES >= 2 and eager_errors(model, inputs, out32, truth, seed=0)[0][0] < 1e-5
 
 
 # ---------------------------------------------------------------- references with NaN and Inf in them
@@ -131,3 +131,77 @@ def test_the_returned_structure_is_compared_before_the_values():
     assert not _one_trial("tensor", "list[1]", 1)[0]
     assert _one_trial("tuple[2]", "tuple[2]", 2)[0] and _one_trial("tuple[2]", "list[2]", 2)[0]
     assert _one_trial("tensor", "tensor", 1)[0]
+
+
+# ---------------------------------------------------------------- a constant factor under a wide tolerance
+
+
+def _judged(answer: torch.Tensor, truth: torch.Tensor, eager_error: float, eager_scale: float | None,
+            precision: str = "fp32") -> tuple[bool, str]:
+    """compare() on one trial of `truth` whose eager fp32 had `eager_error` (its worst element) and `eager_scale`
+    (its constant factor; None: a reference recorded before factors were)."""
+    from agent.harness.job import TrialRecord
+    from agent.harness.judge.validate import Reference, compare
+
+    record = {"id": 0, "size": "full", "distribution": "randn", "buffer": "fresh", "input_shapes": [[4]],
+              "input_digests": ["d"], "output_shapes": [list(truth.shape)], "output_dtypes": ["float32"]}
+    scales = [] if eager_scale is None else [eager_scale]
+    ref = Reference(trials=[TrialRecord(**record, eager_errors=[eager_error], eager_scales=scales)], truths=[[truth]])
+    c = compare(ref, [TrialRecord(**record)], [[answer.float()]], [], precision=precision)
+    return c.passed, c.message
+
+
+def _gap_like(seed: int = 0) -> torch.Tensor:
+    """A (128, 16) GAP output: per-channel means of mixed sign."""
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(128, 16, generator=g, dtype=torch.float64) * 0.3 + torch.linspace(-1, 1, 16).double())
+
+
+def test_scale_error_is_the_constant_factor_and_noise_has_almost_none():
+    from agent.harness.judge.validate import scale_error
+
+    truth = _gap_like()
+    assert abs(scale_error(truth * (1 - 1 / 4357), truth) + 1 / 4357) < 1e-12
+    noise = torch.randn(truth.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    noisy = truth + noise * 2e-4 * truth.abs().max() / 3  # zero-mean rounding noise, worst element ~2e-4
+    assert abs(scale_error(noisy, truth)) < 2e-5
+    assert scale_error(torch.zeros(3), torch.zeros(3, dtype=torch.float64)) == 0.0
+
+
+def test_a_wrong_divisor_hidden_under_a_tf32_wide_tolerance_is_refused_and_tf32_noise_is_not():
+    """gap44 on a GPU: eager's TF32 conv is off by 2.1e-4 at worst, so the tolerance is 8.6e-4; dividing by H*W + 1
+    (4357) is off by 2.3e-4 everywhere, under it element by element (was: correct on a GPU)."""
+    truth = _gap_like()
+    passed, message = _judged(truth * (1 - 1 / 4357), truth, eager_error=2.14e-4, eager_scale=1.5e-5)
+    assert not passed and "[constant-factor]" in message and "truth times 0.99977" in message
+    assert "relative error" not in message and "TF32" not in message  # neither the worst-element words nor tl.dot's hint
+    # noise of the same worst size, above and below: an honest TF32 answer
+    noise = torch.randn(truth.shape, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    noisy = truth + noise * 2.3e-4 * truth.abs().max() / 3.5
+    assert _judged(noisy, truth, eager_error=2.14e-4, eager_scale=1.5e-5)[0]
+    # a factor eager's own numerics reach passes: the test is held to eager's factor (x4), as the error is to eager's
+    assert _judged(truth * (1 - 1 / 4357), truth, eager_error=2.14e-4, eager_scale=1e-4)[0]
+
+
+def test_a_factor_within_the_fp32_floor_passes_and_one_element_is_the_worst_element_test_alone():
+    truth = _gap_like()
+    assert _judged(truth * (1 + 5e-5), truth, eager_error=1e-7, eager_scale=1e-8)[0]  # the floor, 1e-4
+    scalar = torch.tensor([3.0], dtype=torch.float64)
+    assert _judged(scalar * (1 + 2e-4), scalar, eager_error=1e-4, eager_scale=1e-9)[0]  # within 4e-4: no factor test
+    # a cached reference from before factors were recorded: nothing to hold the factor to
+    assert _judged(truth * (1 - 1 / 4357), truth, eager_error=2.14e-4, eager_scale=None)[0]
+    # --precision tf32 holds the factor to TF32's floor (2e-3), kernelbench to its element-wise test only
+    assert _judged(truth * (1 - 1 / 4357), truth, eager_error=2.14e-4, eager_scale=1.5e-5, precision="tf32")[0]
+    assert _judged(truth * (1 - 1 / 4357), truth, eager_error=2.14e-4, eager_scale=1.5e-5,
+                   precision="kernelbench")[0]
+
+
+def test_eager_records_its_own_factor_beside_its_worst_error():
+    model = torch.nn.Linear(64, 8).eval()
+    inputs = [torch.randn(32, 64)]
+    with torch.no_grad():
+        truth = [model.double()(inputs[0].double())]
+        model.float()
+        out32 = [model(inputs[0])]
+    errors, scales = eager_errors(model, inputs, out32, truth, seed=0)
+    assert len(scales) == 1 and 0.0 <= scales[0] < errors[0] < 1e-5

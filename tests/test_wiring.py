@@ -13,6 +13,7 @@ import pytest
 from agent import cli, wiring
 from agent.errors import UserError
 from agent.harness.evaluator import LocalEvaluator
+from agent.profileahead import ProfilesAhead
 from agent.profiler import NcuProfiler
 from agent.protocols import Parts, Proposal, ProposalContext, Proposer
 from agent.schema import Answer, EvalResult, Stage, Timing, Usage, Verdict
@@ -52,6 +53,9 @@ class NamedEvaluator:
 
 class NoProfiler:
     enabled = True
+
+    def ahead(self, code: str, stage: Stage, candidate_id: str) -> None:
+        self.asked_ahead = [*getattr(self, "asked_ahead", []), candidate_id]
 
     def profile(self, code: str, stage: Stage, candidate_id: str) -> None:
         return None
@@ -131,10 +135,11 @@ def test_the_local_placement_builds_the_harness_evaluator_and_the_ncu_profiler(t
                             placement=Placement(device="cpu"), run_id="r1")
         parts = wiring.build_parts(a, wiring.build_proposer(a))
         assert isinstance(parts, Parts)
-        assert isinstance(parts.evaluator, LocalEvaluator) and isinstance(parts.profiler, NcuProfiler)
+        assert isinstance(parts.evaluator, LocalEvaluator) and isinstance(parts.profiler, ProfilesAhead)
+        assert isinstance(parts.profiler.inner, NcuProfiler)  # ncu, asked ahead and once per code
         assert parts.proposer.name == "offline"
         # candidates never see the store, whether evaluated or profiled
-        assert store.root in parts.evaluator.requests.hide and store.root in parts.profiler.hide
+        assert store.root in parts.evaluator.requests.hide and store.root in parts.profiler.inner.hide
         assert parts.evaluator.requests.cache_dir == store.root / "candidates" / ".cache"
 
 

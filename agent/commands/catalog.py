@@ -31,6 +31,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "mode); --problem also takes the path of any KernelBench-style file.")
     p.set_defaults(func=problems_command)
 
+    p = sub.add_parser("rules", help="list the rules a verdict can name, where each lives and what it refuses",
+                       description="List the judge's rules (agent/data/rules.toml): a refusal's message ends with "
+                                   "its rule's [id]; `agent rules ID` shows that rule's file and data.")
+    p.add_argument("id", nargs="?", help="one rule's id (as in a verdict's message)")
+    p.add_argument("--json", action="store_true", help="as JSON")
+    p.set_defaults(func=rules_command)
+
     p = sub.add_parser("render", help="print a stage's prompt for a GPU, problem, code and metrics",
                        description="Render a stage prompt to stdout, byte for byte as the agent sends it.")
     p.add_argument("--stage", default=DEFAULT_STAGE, metavar="S", help=f"stage name (default: {DEFAULT_STAGE})")
@@ -80,6 +87,22 @@ def problems_command(args: argparse.Namespace) -> int:
 
     # every name --problem accepts: the built-in ones, then the KernelBench look-alikes (sizes derived from the file)
     console().print(problem_table([*list_problems(), *(load_problem(p.stem) for p in lookalikes())]))
+    return 0
+
+
+def rules_command(args: argparse.Namespace) -> int:
+    from agent.ruleindex import get_rule, rules
+    from agent.view import console
+    from agent.view.catalog import rules_table
+
+    chosen = [get_rule(args.id)] if args.id else list(rules().values())
+    if args.json:
+        print(json.dumps([r.model_dump() for r in chosen], indent=1))
+    elif args.id:
+        r = chosen[0]
+        print(f"{r.id} ({r.room}): {r.refuses}\n  file: {r.file}" + (f"\n  data: {r.data}" if r.data else ""))
+    else:
+        console().print(rules_table(chosen))
     return 0
 
 

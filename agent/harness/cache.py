@@ -26,7 +26,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 # The code whose behaviour a cached truth or baseline depends on: a change to it is a new key.
-_CODE = ("worker/inputs.py", "worker/main.py", "worker/workerio.py", "worker/timing.py", "worker/trace.py", "worker/trusted.py", "job.py")
+_CODE = ("worker/inputs.py", "worker/main.py", "worker/workerio.py", "worker/timing.py", "worker/trace.py", "worker/trusted.py", "worker/errors.py", "job.py")
 
 
 def fingerprint(device: str, gpu: str) -> str:

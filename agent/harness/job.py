@@ -200,6 +200,8 @@ class TrialRecord(Model):
     output_dtypes: list[str] = Field(default_factory=list)
     eager_error: float | None = Field(default=None, description="reference only: fp32 eager vs fp64 truth")
     eager_errors: list[float] = Field(default_factory=list, description="reference only: the same, per output")
+    eager_scales: list[float] = Field(default_factory=list, description="reference only: eager fp32's largest "
+                                      "constant factor per output (agent.harness.worker.errors.scale_error)")
     config_pass: int = 0
     launches: int = Field(default=0, description="Triton launches during this call")
     output_launched: bool = Field(default=False, description="every returned tensor's storage was given to a launch")

@@ -1,5 +1,6 @@
 """Problem recognition: the problem's Model, traced with torch.fx on the meta device, read into a Plan (or
-Unsupported, saying where it stopped). torch is imported inside the functions: importing this module is cheap."""
+Unsupported, saying where it stopped). torch is imported inside the functions: importing this module is cheap.
+Over 400 lines because `_walk` is (one pass over the fx graph, see its docstring); the rest are its small readers."""
 
 from __future__ import annotations
 

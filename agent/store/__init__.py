@@ -1,4 +1,5 @@
-"""Runs and candidates on disk, with a SQLite index to query them.
+"""Runs and candidates on disk, with a SQLite index to query them. Over 400 lines because `Store` is the one writer of
+both, its methods sharing the connection, the lock and the order files-then-index; the readers live in its modules.
 
 The files under `candidates/` are the truth (their layout: `files.py`); `candidates/index.sqlite` (WAL, numbered
 migrations from `agent/data/migrations/NNN_name.sql`) is an index that `Store.reindex()` can always rebuild from

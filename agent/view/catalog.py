@@ -64,3 +64,13 @@ def problem_table(problems: list[ProblemSpec]) -> Table:
     for p in problems:
         table.add_row(p.name, p.description, sizes(p.sizes), sizes(p.cpu_sizes), "yes" if p.start else "no")
     return table
+
+
+def rules_table(rules: list) -> Table:
+    """`agent rules`: every rule a verdict can name, where it lives and what it refuses (agent.ruleindex)."""
+    t = Table(title="rules (a refusal's message ends with its \\[id])", title_justify="left")
+    for col in ("id", "room", "file", "refuses"):
+        t.add_column(col, overflow="fold")
+    for r in rules:
+        t.add_row(r.id, r.room, r.file + (f"\n{r.data}" if r.data else ""), r.refuses)
+    return t

@@ -36,6 +36,7 @@ def leaderboard_table(rows: list[LeaderRow], title: str | None = "Leaderboard", 
     """Rank (within a problem and device), candidate (★ the run's own best; its id holds the iteration), its parent
     (the candidate it started from, where one was recorded), run, problem, stage, verdict, time, energy per call,
     speedups, DRAM %, tokens, cost, and why a failed one failed. Where energy was not measured the caption says why.
+    Over 80 lines: one column list and one row builder that must agree, column by column, in the three forms.
 
     compact (narrow terminals): no run or tokens column (a candidate id holds the run), ids
     shortened to the run's random tag plus the candidate part ('3fa2-i3-c1', which `agent show` accepts), shorter
@@ -308,6 +309,12 @@ def _verdict_parts(r: EvalResult) -> list[RenderableType]:
     if r.message:
         parts.append(Panel(Text(r.message), title="message", title_align="left",
                            border_style={"correct": "green", "needs_gpu": "cyan"}.get(r.verdict, "red")))
+        if r.verdict != "correct":
+            from agent.ruleindex import rules_named
+
+            for rule in rules_named(r.message):  # where the rule lives: one step from the verdict to its code
+                parts.append(Text.assemble(("rule ", "dim"), (rule.id, "bold"), ("  " + rule.file, "cyan"),
+                                           (f"  ({rule.data})" if rule.data else "", "dim")))
     if r.checks:
         parts.append(checks_table(r))
     if r.timing is not None:

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 import tomllib
 from pathlib import Path
@@ -99,15 +100,27 @@ def main() -> int:
     manifest = tomllib.loads((CANDIDATES / "manifest.toml").read_text())
     cases = selected(manifest, a.names, a.match, a.problem, a.part)
     start = time.monotonic()
-    results = evaluate_many([request(c, a.time, a.device) for c in cases.values()])
-    rows = [judged(name, case, r, a.device) for (name, case), r in zip(cases.items(), results)]
-    for row in rows:
-        ms = f" {row['device_ms']:.3f} ms" if row["device_ms"] else ""
-        print(f"{'ok  ' if row['ok'] else 'DIFF'} {row['name']:48s} {row['expected']:15s} {row['got']:15s}{ms} "
-              f"{row['message'][:150]}")
     Path(a.out).mkdir(parents=True, exist_ok=True)
     out = Path(a.out) / "manifest_verdicts.json"
-    out.write_text(json.dumps({"cases": rows, "wall_s": round(time.monotonic() - start, 1)}, indent=1))
+    names, landed, lock = list(cases), {}, threading.Lock()
+
+    def show(i: int, r: EvalResult) -> None:  # as each verdict lands: a call cut by its limit still says what it judged
+        with lock:
+            _show(i, r)
+
+    def _show(i: int, r: EvalResult) -> None:
+        row = landed[i] = judged(names[i], cases[names[i]], r, a.device)
+        ms = f" {row['device_ms']:.3f} ms" if row["device_ms"] else ""
+        print(f"{'ok  ' if row['ok'] else 'DIFF'} {row['name']:48s} {row['expected']:15s} {row['got']:15s}{ms} "
+              f"{row['message'][:150]}", flush=True)
+        out.write_text(json.dumps({"cases": [landed[k] for k in sorted(landed)],
+                                   "wall_s": round(time.monotonic() - start, 1)}, indent=1))
+
+    results = evaluate_many([request(c, a.time, a.device) for c in cases.values()], on_result=show)
+    for i, r in enumerate(results):  # evaluate_many calls on_result for each; this is only a safety net
+        if i not in landed:
+            show(i, r)
+    rows = [landed[i] for i in sorted(landed)]
     failed = sum(not row["ok"] for row in rows)
     print(f"{len(rows) - failed} passed, {failed} failed")
     return 1 if failed else 0

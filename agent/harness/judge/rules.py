@@ -66,7 +66,7 @@ def every_call(trials: list[TrialRecord]) -> str | None:
         empty = bool(t.output_shapes) and all(0 in shape for shape in t.output_shapes)
         if t.launches == 0 and not empty:
             return (f"forward launched no Triton kernel ({_where(t)}): the candidate's kernels must do the work on "
-                    "every call, not once in __init__ or beside a PyTorch forward")
+                    "every call, not once in __init__ or beside a PyTorch forward [every-call]")
     return None
 
 
@@ -82,17 +82,17 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules) -> st
     if trace.watching:
         return (f"the forward used {', '.join(sorted(set(trace.watching)))} ({_where(trial)}): each tells the calls "
                 "the harness records from the others (pinned memory or a copy to the host that does not wait shows "
-                "whether the GPU has finished; a tensor subclass's dispatch runs deeper inside the recorder)")
+                "whether the GPU has finished; a tensor subclass's dispatch runs deeper inside the recorder) [watched-calls]")
     if trace.flags:
         return (f"the forward changed PyTorch's backend flags while it ran ({'; '.join(trace.flags)}; {_where(trial)}): "
                 "results and timings use the defaults, as the baseline's do (put back before it returned, a flag is "
-                "read where each operator runs)")
+                "read where each operator runs) [flags-while-running]")
     for launch in trace.launches:
         if launch.foreign:
             return (f"kernel `{launch.kernel}` was given {', '.join(sorted(set(launch.foreign)))} ({_where(trial)}): "
                     "a launch's arguments are tensors and plain values; an object Triton takes for a pointer runs "
                     "its own code inside the launch, where no operator is recorded, and hands the kernel memory "
-                    "nobody checks")
+                    "nobody checks [launch-arguments]")
     storages = {s.id: s for s in trace.storages}
     ref_heavy = _families(reference.ops if reference else [])
     kinds = operator_kinds()
@@ -104,7 +104,7 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules) -> st
         top = sorted(compute, key=lambda o: -o.data_bytes)[:3]
         ops = ", ".join(f"aten.{o.name} x{o.calls} on {_mb(o.data_bytes)}" for o in top)
         return (f"PyTorch computed over {_mb(total)} of this forward ({ops}; the largest tensor is {_mb(big)}): the "
-                "work must be done in Triton kernels, PyTorch may only allocate, reshape and copy")
+                "work must be done in Triton kernels, PyTorch may only allocate, reshape and copy [work-share]")
     ref_out = _heavy_out(reference.ops if reference else [])
     mine_out = _heavy_out(trace.ops)
     slack = cfg.heavy_slack * big  # the problem's scale, never a byte count (64 KB held all the data at CPU sizes)
@@ -120,7 +120,7 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules) -> st
             theirs = f"the problem's Model feeds its {family} layers {_mb(ref_heavy[family][2])}" \
                 if family in ref_heavy else f"the problem's Model does not run it: no {family} layer"
             return (f"PyTorch runs {ops} on {_mb(in_bytes)} ({theirs}): new work in PyTorch is not an "
-                    "answer, write it in Triton")
+                    "answer, write it in Triton [heavy-layers]")
         # the floor follows what the answer feeds the family, at the Model's least yield: one of the Model's two
         # convolutions kept (a depthwise-separable pair, the other in Triton) returns less than both together
         yields = [op.least_yield for op in (reference.ops if reference else []) if op.kind == "heavy" and
@@ -131,7 +131,7 @@ def traced(trial: TrialRecord, reference: Trace | None, rules: StageRules) -> st
             return (f"PyTorch's {ops} returns {_mb(mine_out.get(family, 0))} where the problem's Model's {family} "
                     f"layers return {_mb(ref_out[family])}: that is not the Model's layer but other work spelled as "
                     "one (a reduction?); only the Model's own heavy layers may stay in PyTorch, write the rest in "
-                    "Triton")
+                    "Triton [heavy-layers]")
     if rules.max_intermediate_write is not None:
         return _intermediates(trial, trace, big, rules, storages, ref_heavy)
     return None
@@ -164,7 +164,7 @@ def _thin_call(family: str, mine: list[Op], theirs: list[Op]) -> str | None:
             return (f"a call of PyTorch's aten.{op.name} returns {op.least_yield:.3g} bytes per byte it reads where "
                     f"the problem's Model's {family} layers return {min(ref):.3g}: that is not the Model's layer but "
                     "other work spelled as one (a reduction?); only the Model's own heavy layers may stay in PyTorch, "
-                    "write the rest in Triton")
+                    "write the rest in Triton [heavy-layers]")
     return None
 
 
@@ -211,7 +211,7 @@ def _intermediates(trial: TrialRecord, trace: Trace, big: int, rules: StageRules
                 shape = "x".join(map(str, storages[w.id].shape)) if w.id in storages else "?"
                 return (f"kernel `{launch.kernel}` wrote {_mb(w.size)} to a buffer that is not the output (shape "
                         f"{shape}); this stage allows at most {_mb(int(limit))} there{why}; nor is it an operand "
-                        f"prepared for a heavy layer left in PyTorch: {refused}")
+                        f"prepared for a heavy layer left in PyTorch: {refused} [stage-intermediate]")
     for i, first in enumerate(trace.launches):
         for w in first.written:
             if w.size <= limit:
@@ -219,7 +219,7 @@ def _intermediates(trial: TrialRecord, trace: Trace, big: int, rules: StageRules
             for later in trace.launches[i + 1:]:
                 if any(a.id == w.id and a.lo < w.hi and w.lo < a.hi for a in later.args):
                     return (f"kernel `{later.kernel}` reads the {_mb(w.hi - w.lo)} that kernel `{first.kernel}` wrote: "
-                            f"an intermediate round trip through global memory{why}")
+                            f"an intermediate round trip through global memory{why} [stage-intermediate]")
     return _summed_refused(trace, limit, storages, ref_heavy, why)
 
 
@@ -291,11 +291,12 @@ def _summed_refused(trace: Trace, limit: float, storages: dict, ref_heavy: dict[
         writers = sum(1 for launch in trace.launches if any(w.id in outside for w in launch.written))
         return (f"the kernels wrote {_mb(total)} outside the returned tensor in {writers} launches (the most, "
                 f"{_mb(outside[top])}, to a buffer of shape {shape}); this stage allows at most {_mb(int(limit))} "
-                f"there, summed over the call{why}")
+                f"there, summed over the call{why} [stage-intermediate]")
     reloaded = sum(t.reloaded for t in trace.traffic)
     if trace.measured and reloaded > limit:
         return (f"the kernels read back {_mb(reloaded)} of what they had written earlier in the call (a round trip "
-                f"through global memory, every load recorded); this stage allows at most {_mb(int(limit))}{why}")
+                f"through global memory, every load recorded); this stage allows at most {_mb(int(limit))}{why} "
+                "[stage-intermediate]")
     return None
 
 

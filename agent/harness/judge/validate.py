@@ -14,7 +14,7 @@ from agent.harness.judge import kernelbench
 from agent.harness.job import TrialRecord
 from agent.harness.settings import settings, tolerance
 from agent.harness.worker.errors import (  # noqa: F401 (callers import them from here)
-    SHAKES, eager_errors, errors_vs_fp64, rel_error, shaken, worst_index,
+    SHAKES, eager_errors, errors_vs_fp64, rel_error, scale_error, shaken, worst_index,
 )
 from agent.harness.worker.truth import representable, wrong_in_kind  # noqa: F401
 from agent.schema import Check
@@ -76,6 +76,37 @@ def eager_by_output(ref: Reference) -> dict[str, list[float]]:
     return {size: [noise[k] if 1.0 < e < math.inf else e for k, e in enumerate(v)] for size, v in at.items()}
 
 
+def eager_scales_by_output(ref: Reference) -> dict[str, list[float]]:
+    """Per size, per output: eager fp32's largest constant factor over the size's trials (agent.harness.worker.
+    errors.scale_error), the base of the constant-factor test there."""
+    at: dict[str, list[float]] = {}
+    for t in ref.trials:
+        mine = at.setdefault(t.size, [])
+        mine.extend([0.0] * (len(t.eager_scales) - len(mine)))
+        for k, f in enumerate(t.eager_scales):
+            mine[k] = max(mine[k], f)
+    return at
+
+
+def _off_by_a_factor(o: Any, t: Any, rt: TrialRecord, k: int, eager_at: dict[str, list[float]],
+                     scales_at: dict[str, list[float]], precision: str) -> str | None:
+    """Rule `constant-factor`: an output within its tolerance element by element but the truth times a constant that
+    eager's own numerics never reach (a wrong divisor: H*W + 1; a scale off by a little), as (note, error, tolerance);
+    None if it is not. The factor is held to what the worst-element test holds the error to, from eager's factor
+    instead of eager's worst element: max(floor, factor x eager's). Where eager has no correct digit, or the
+    reference predates the factor (a cached record), there is nothing to hold it to. Returns the failure's note."""
+    scales = scales_at.get(rt.size, [])
+    eager = _eager_for(eager_at, rt.size, k)
+    if k >= len(scales) or not eager <= 1.0 or o.numel() < 2 or not o.is_floating_point():
+        return None
+    off, tol = scale_error(o, t), _tolerance(scales[k], precision)
+    if abs(off) <= tol:
+        return None
+    return (f"output {k} is the truth times {1 + off:.6g} throughout: a constant factor off by {abs(off):.3g}, beyond "
+            f"the {tol:.3g} eager's numerics allow (eager fp32's own factor at this size: {scales[k]:.2g}): a wrong "
+            "divisor or scale? [constant-factor]")
+
+
 def _eager_for(eager_at: dict[str, list[float]], size: str, k: int) -> float:
     errors = eager_at.get(size, [])
     return errors[k] if k < len(errors) else max(errors, default=0.0)
@@ -105,9 +136,10 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
     import torch
 
     index = ref.index()
-    eager_at = eager_by_output(ref)
+    eager_at, scales_at = eager_by_output(ref), eager_scales_by_output(ref)
     checks: list[Check] = []
     failures: list[tuple[float, str]] = []  # (severity, description)
+    factors = 0  # failures of the constant-factor rule (their errors are within the worst-element tolerance)
     previous: dict[tuple[int, str], list[Any]] = {}
     for i, (trial, outs) in enumerate(zip(trials, outputs)):
         r = index.get(trial.id)
@@ -119,7 +151,7 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
         where = f"size {trial.size} (inputs {', '.join(_fmt_shape(s) for s in rt.input_shapes)}), {trial.distribution} inputs, {trial.buffer}"
         if len(config_labels) > 1:
             where += f", autotune config {trial.config_pass} ({config_labels[trial.config_pass] if trial.config_pass < len(config_labels) else '?'})"
-        note, error = "", None
+        note, error, factor = "", None, False
         if not outs:
             note = f"forward returned {trial.output_kind}"
         elif structure(trial.output_kind) != structure(rt.output_kind):
@@ -155,6 +187,10 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
                     if prev is not None and len(prev) > k and prev[k].shape == o.shape and torch.equal(prev[k], o):
                         note += " — identical to the previous call's output although the input changed (cached?)"
                     break
+                if precision != "kernelbench" and (off := _off_by_a_factor(o, t, rt, k, eager_at, scales_at,
+                                                                           precision)):
+                    note, factor = off, True
+                    break
         if not note and trial.input_digests != rt.input_digests:
             changed = [str(j) for j, (a, b) in enumerate(zip(trial.input_digests, rt.input_digests)) if a != b]
             note = f"forward modified its input {', '.join(changed)} in place"
@@ -171,11 +207,12 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
             detail = f"{where}: {note}"
             if error is not None and error > tol and precision == "kernelbench":
                 detail += f"; error {error:.3g} > tolerance {tol:.3g} ({kernelbench.words()}: --precision kernelbench)"
-            elif error is not None and error > tol:
+            elif error is not None and error > tol and not factor:
                 detail += (f"; relative error {error:.3g} > tolerance {tol:.3g} (eager fp32 at this size: "
                            f"{_eager_for(eager_at, rt.size, nearest):.3g}"
                            + ("; --precision tf32" if precision == "tf32" else "") + ")")
-            failures.append((severity, detail))
+            failures.append((severity if not factor else 1.0, detail))
+            factors += factor
     if not checks:
         return Comparison(passed=False, checks=checks, message="no validation trial completed")
     if failures:
@@ -183,7 +220,8 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
         n = len(failures)
         msg = f"incorrect in {n} of {len(checks)} trials; worst: {failures[0][1]}"
         worst_error = max((c.error or 0.0 for c in checks if not c.passed), default=0.0)
-        if precision == "fp32" and tf32_dot and 0.0 < worst_error <= settings().validation.tf32_tolerance_floor:
+        if precision == "fp32" and tf32_dot and not factors and \
+                0.0 < worst_error <= settings().validation.tf32_tolerance_floor:
             # the size of TF32's rounding: tl.dot's default on a GPU, the commonest cause in an honest answer
             msg += ("; an error of TF32's size: tl.dot rounds its inputs to TF32 by default, pass "
                     "input_precision=\"ieee\" (or \"tf32x3\") for fp32 accuracy, or run with --precision tf32")

@@ -96,7 +96,7 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     reference_traces = {t.id: t.trace for t in ref.trials if t.trace is not None}
     broken = rules.judge(res.trials, reference_traces, req.stage.rules) or _ablated(res, ref, ablation, precision)
     if broken:
-        result.verdict, result.message = Verdict.RULE_VIOLATION, broken + " [run-time]"
+        result.verdict, result.message = Verdict.RULE_VIOLATION, broken
         return
     result.verdict, result.message = Verdict.CORRECT, v.message if v else "correct"
     traffic = rules.round_trips(res.trials, req.stage.rules)
@@ -113,7 +113,7 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     if t.launches_min == 0:
         result.verdict = Verdict.RULE_VIOLATION
         result.message = ("a timed call launched no Triton kernel: the candidate's kernels must run on every call "
-                          "[run-time]")
+                          "[every-call]")
         return
     expected = len(ref.pool) - (len(energy_pool) if t.energy_mj is None else 0)  # energy's checked calls: traced too
     broken = _timed_rules(res, ref, expected, req.stage.rules, timed)
@@ -150,7 +150,7 @@ def _ablated(res: WorkerResult, ref: Reference, ablation: tuple[int | None, list
     which = "the returned tensor" if len(outputs[0]) == 1 else f"returned tensor {right[0]}"
     return (f"{which} is still right when every Triton launch's writes are destroyed as it returns (NaN over what it "
             f"stored; {got.launches} launches, on the inputs of trial {asked}): the kernels did not compute it, "
-            "PyTorch or Python did")
+            "PyTorch or Python did [kernels-did-the-work]")
 
 
 def _timed_rules(res: WorkerResult, ref: Reference, expected: int, stage_rules: Any,
@@ -164,7 +164,10 @@ def _timed_rules(res: WorkerResult, ref: Reference, expected: int, stage_rules: 
                 f"{expected}: the report was tampered with [tampering]")
     first = ref.trials[0].trace if ref.trials else None
     broken = rules.judge(timed, {t.id: first for t in timed if first is not None}, stage_rules)
-    return f"{broken} (while timed) [run-time]" if broken else None
+    if not broken:
+        return None
+    text, _, tag = broken.rpartition(" [")  # the rule's id stays last
+    return f"{text} (while timed) [{tag}"
 
 
 def _floor_ms(ref: Reference, bandwidth_gbs: float | None) -> float | None:

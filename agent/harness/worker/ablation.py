@@ -34,8 +34,9 @@ import numpy as np
 class Ablation:
     """The destroyed bytes of one ablated call, kept to be put back (worker side)."""
 
-    def __init__(self, torch: Any) -> None:
+    def __init__(self, torch: Any, inference_mode: Any) -> None:
         self.torch = torch
+        self.inference_mode = inference_mode  # Trusted's: a tensor made under inference mode is written inside it
         # a tensor's own attributes shadow its class's methods: the candidate's tensors are read through the class
         self.base: Any = torch._C.TensorBase
         self._saved: list[tuple[Any, Any, Any]] = []  # (a tensor on the storage, where, what it held)
@@ -56,6 +57,7 @@ class Ablation:
     def destroy_arguments(self, tensors: list[Any], protected: set[int]) -> None:
         """GPU: NaN over every floating argument that is neither an input of the forward nor a weight."""
         torch, base = self.torch, self.base
+        cuda = False
         for t in tensors:
             if not base.is_floating_point(t) or not base.numel(t):
                 continue
@@ -63,15 +65,20 @@ class Ablation:
                 continue
             view = base.detach(t)
             self._saved.append((view, None, base.clone(view)))
-            base.fill_(view, float("nan"))
-        torch.cuda.synchronize()
+            with self.inference_mode(True):
+                base.fill_(view, float("nan"))
+            cuda = cuda or t.device.type == "cuda"
+        if cuda:
+            torch.cuda.synchronize()
 
     def restore(self) -> None:
-        """Put back what the launches wrote, in launch order (the last writer's bytes stay)."""
+        """Put back what the launches wrote, in launch order (the last writer's bytes stay). After the call: a view
+        taken inside a forward under @torch.inference_mode is an inference tensor, written only inside that mode."""
         torch, base = self.torch, self.base
         for t, where, held in self._saved:
             if where is None:
-                base.copy_(t, held)
+                with self.inference_mode(True):
+                    base.copy_(t, held)
             else:
                 raw = torch.empty(0, dtype=torch.uint8).set_(base.untyped_storage(t)).numpy()
                 if where.size and int(where.max()) < raw.size:

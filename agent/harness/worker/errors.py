@@ -4,6 +4,7 @@ worker imports nothing of the parent's side."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from agent.harness.worker.truth import representable, wrong_in_kind
@@ -29,6 +30,27 @@ def rel_error(out: Any, truth: Any) -> float:
         return 0.0
     scale = max(float(t[fin].abs().max()), 1e-12)
     return float((o[fin] - t[fin]).abs().max()) / scale
+
+
+def scale_error(out: Any, truth: Any) -> float:
+    """The constant factor `out` is off by: s with out ~ (1 + s) * truth, by least squares over the truth's finite
+    elements, in fp64 (0 where that has no meaning: a wrong shape, or a truth of zeros).
+
+    Rounding noise (fp32, a conv in TF32) lands above and below the truth and its factor is a fraction of its worst
+    element's error; a wrong divisor or scale (H*W + 1) moves every element the same way. Where a problem's own
+    numerics widen the tolerance (gap44's TF32 conv: 4 x 2.1e-4 at full size), a 1/(H*W + 1) error of 2.3e-4 hides
+    under the worst-element test, not under this one."""
+    import torch
+
+    o = out.detach().to("cpu", torch.float64)
+    t = truth.detach().to("cpu", torch.float64)
+    if o.shape != t.shape or o.numel() == 0:
+        return 0.0
+    fin = torch.isfinite(t) & torch.isfinite(o)
+    norm = float((t[fin] * t[fin]).sum())
+    if norm <= 0.0 or not math.isfinite(norm):
+        return 0.0
+    return float(((o[fin] - t[fin]) * t[fin]).sum()) / norm
 
 
 def worst_index(out: Any, truth: Any) -> tuple[int, ...]:
@@ -70,19 +92,23 @@ def shaken(inputs: list[Any], seed: int) -> list[Any]:
     return out
 
 
-def eager_errors(model: Any, inputs: list[Any], out32: list[Any], truth: list[Any], seed: int) -> list[float]:
-    """Per output: eager fp32's worst relative error against the truth, on the inputs (`out32`, already computed,
-    perhaps traced) and on SHAKES ulp-shaken copies of them (`shaken`)."""
+def eager_errors(model: Any, inputs: list[Any], out32: list[Any], truth: list[Any],
+                 seed: int) -> tuple[list[float], list[float]]:
+    """Per output: eager fp32's worst relative error against the truth, and its largest constant factor
+    (|scale_error|), on the inputs (`out32`, already computed, perhaps traced) and on SHAKES ulp-shaken copies of
+    them (`shaken`)."""
     import torch
 
     from agent.harness.worker.inputs import flatten
 
     errors = [rel_error(o, t) for o, t in zip(out32, truth)]
+    scales = [abs(scale_error(o, t)) for o, t in zip(out32, truth)]
     for k in range(SHAKES):
         with torch.no_grad():
             _, again = flatten(model(*shaken(inputs, seed * 7919 + k)))
         errors = [max(e, rel_error(o, t)) for e, o, t in zip(errors, again, truth)]
-    return errors
+        scales = [max(f, abs(scale_error(o, t))) for f, o, t in zip(scales, again, truth)]
+    return errors, scales
 
 
 def errors_vs_fp64(model: Any, forwards: list[Any], inputs: list[Any]) -> list[float]:

@@ -84,7 +84,7 @@ def _reference(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
             _deterministic(truth, truth_of(trial.size, inputs), rel_error)
         record = trial_record(trial, job, inputs, kind, out32)
         record.input_digests, record.trace = digests, trace
-        record.eager_errors = eager_errors(models[trial.size], inputs, out32, truth, trial.seed)
+        record.eager_errors, record.eager_scales = eager_errors(models[trial.size], inputs, out32, truth, trial.seed)
         record.eager_error = max(record.eager_errors)
         result.trials.append(record)
         truths.append(truth)

@@ -226,7 +226,7 @@ class Tracker:
 
         self.tracing, self.launches, self.count_only = trace, 0, count_only
         self.ablating = ablate and trace
-        self._ablation = Ablation(self.torch) if self.ablating else None
+        self._ablation = Ablation(self.torch, self.trusted.inference_mode) if self.ablating else None
         self._inputs = _tensors(inputs, self.torch) if trace else []
         if self.memory is not None:
             self.memory.begin_call()

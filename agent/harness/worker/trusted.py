@@ -36,6 +36,9 @@ class Trusted:
         self.sum = torch._C.TensorBase.sum
         self.to = torch._C.TensorBase.to
         self.equal = torch.equal
+        # the ablated call writes into what a launch stored; a forward under @torch.inference_mode stores into
+        # inference tensors, which only accept in-place writes inside that mode (the guard class, not the decorator)
+        self.inference_mode = torch._C._InferenceMode
         self.ones = torch.ones
         self.generator = torch.Generator
         self.cuda = device == "cuda"

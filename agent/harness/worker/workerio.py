@@ -126,13 +126,35 @@ def describe_error(exc: BaseException, phase: str, job: WorkerJob) -> WorkerErro
             line, src = frames[-1].lineno, (frames[-1].line or "").strip()
             break
     root = chain[-1] if type(chain[0]).__name__ == "InterpreterError" else chain[0]
-    text = str(root).strip().splitlines()
-    msg = f"{type(root).__name__}: " + " | ".join(t.strip() for t in text[:4] if t.strip())
+    msg = _compile_error_text(root, chain)
+    if msg is None:
+        text = str(root).strip().splitlines()
+        msg = f"{type(root).__name__}: " + " | ".join([t.strip() for t in text if t.strip()][:4])
     if len(msg) > 600:
         msg = msg[:600] + " ..."
     if line is not None:
         msg += f" (candidate line {line}: `{src}`)"
     return WorkerError(kind="compile_error" if compile_like else "runtime_error", phase=phase, message=msg, line=line)
+
+
+def _compile_error_text(root: BaseException, chain: list[BaseException]) -> str | None:
+    """Triton's CompilationError as the kernel's line and the reason: its text is a source excerpt of up to 12 lines
+    with the reason last, and a message cut after a few lines would show the excerpt and lose the reason."""
+    node, src = getattr(root, "node", None), getattr(root, "src", None)
+    if type(root).__name__ != "CompilationError" or node is None:
+        return None
+    reason = getattr(root, "error_message", None)
+    if not reason:  # the exception it was raised from carries it
+        cause = next((x for x in chain[1:] if str(x).strip()), None)
+        reason = f"{type(cause).__name__}: {cause}" if cause is not None else "no reason given"
+    reason = " | ".join(t.strip() for t in str(reason).strip().splitlines() if t.strip())
+    where = ""
+    lineno = getattr(node, "lineno", None)
+    if lineno is not None:
+        lines = (src or "").splitlines()
+        code = lines[lineno - 1].strip() if src and 0 < lineno <= len(lines) else ""
+        where = f" at kernel line {lineno}:{getattr(node, 'col_offset', 0)}" + (f" `{code}`" if code else "")
+    return f"CompilationError{where}: {reason}"
 
 
 def mark(result: WorkerResult, name: str, job: WorkerJob) -> None:

@@ -1,0 +1,115 @@
+"""agent.profileahead: a profile asked for ahead of need runs beside the loop's other work, and each code is profiled
+once whichever candidate asks."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.profileahead import ProfilesAhead
+from agent.schema import KernelProfile, Profile, Stage
+from agent.stages import get_stage
+
+SLOW = 0.4
+
+
+class SlowProfiler:
+    """Profiler: takes SLOW seconds, writes a report where the run keeps it, records who asked and on which thread."""
+
+    def __init__(self, out, fail: set[str] = frozenset(), enabled: bool = True) -> None:
+        self.out, self.fail, self.enabled = out, fail, enabled
+        self.calls: list[tuple[str, str]] = []
+
+    def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
+        self.calls.append((candidate_id, threading.current_thread().name))
+        time.sleep(SLOW)
+        if code in self.fail:
+            return None
+        self.out(candidate_id).parent.mkdir(parents=True, exist_ok=True)
+        self.out(candidate_id).write_bytes(f"report of {code}".encode())
+        return Profile(gpu="H200", kernels={"k": KernelProfile(name="k", metrics={"dram__throughput": 90.0})})
+
+
+@pytest.fixture
+def out(tmp_path: Path):
+    return lambda cid: tmp_path / "profiles" / f"{cid}.ncu-rep"
+
+
+def test_a_profile_asked_ahead_runs_in_the_background_and_is_waited_for_only_for_what_is_left(out):
+    inner = SlowProfiler(out)
+    profiles = ProfilesAhead(inner, out)
+    stage = get_stage("memory-fusion")
+    t0 = time.monotonic()
+    profiles.ahead("code A", stage, "c1")
+    assert time.monotonic() - t0 < SLOW / 4  # returns at once
+    time.sleep(SLOW * 0.75)  # the round's other evaluations
+    t1 = time.monotonic()
+    prof = profiles.profile("code A", stage, "c1")
+    waited = time.monotonic() - t1
+    assert prof is not None and prof.kernels["k"].metrics["dram__throughput"] == 90.0
+    assert waited < SLOW * 0.6  # only the rest of it
+    assert inner.calls == [("c1", inner.calls[0][1])] and inner.calls[0][1].startswith("profile-ahead")
+    profiles.close()
+
+
+def test_the_same_code_is_profiled_once_and_its_report_copied_to_the_second_candidate(out):
+    inner = SlowProfiler(out)
+    profiles = ProfilesAhead(inner, out)
+    stage = get_stage("memory-fusion")
+    profiles.ahead("code A", stage, "c1")
+    profiles.ahead("code A", stage, "c2")  # the same code again: nothing new starts
+    first, second = profiles.profile("code A", stage, "c1"), profiles.profile("code A", stage, "c2")
+    assert first == second and [c for c, _ in inner.calls] == ["c1"] and profiles.started == 1
+    assert out("c2").read_bytes() == b"report of code A"
+    # another stage collects other metrics: profiled again; other code too
+    profiles.profile("code A", get_stage("algebraic"), "c3")
+    profiles.profile("code B", stage, "c4")
+    assert [c for c, _ in inner.calls] == ["c1", "c3", "c4"]
+    profiles.close()
+
+
+def test_a_profile_asked_now_runs_on_the_callers_thread_and_a_failed_one_is_not_tried_again(out):
+    inner = SlowProfiler(out, fail={"broken"})
+    profiles = ProfilesAhead(inner, out)
+    stage = get_stage("memory-fusion")
+    assert profiles.profile("broken", stage, "c1") is None
+    assert profiles.profile("broken", stage, "c2") is None and not out("c2").exists()
+    assert inner.calls == [("c1", threading.current_thread().name)]
+    profiles.close()
+
+
+def test_two_callers_of_one_code_share_one_run(out):
+    inner = SlowProfiler(out)
+    profiles = ProfilesAhead(inner, out)
+    stage = get_stage("memory-fusion")
+    got: list[Profile | None] = []
+    threads = [threading.Thread(target=lambda c=c: got.append(profiles.profile("code A", stage, c))) for c in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(inner.calls) == 1 and len(got) == 2 and got[0] == got[1]
+    profiles.close()
+
+
+def test_where_nothing_can_be_profiled_ahead_does_nothing(out):
+    inner = SlowProfiler(out, enabled=False)
+    profiles = ProfilesAhead(inner, out)
+    profiles.ahead("code A", get_stage("memory-fusion"), "c1")
+    time.sleep(0.05)
+    assert inner.calls == [] and not profiles.enabled
+    profiles.close()
+
+
+def test_close_drops_the_profiles_not_yet_started(out):
+    inner = SlowProfiler(out)
+    profiles = ProfilesAhead(inner, out)
+    stage = get_stage("memory-fusion")
+    for k in range(4):
+        profiles.ahead(f"code {k}", stage, f"c{k}")
+    time.sleep(SLOW / 4)
+    profiles.close()  # the first is running: it finishes; the three queued behind it never start
+    assert [c for c, _ in inner.calls] == ["c0"]
