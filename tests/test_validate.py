@@ -205,3 +205,21 @@ def test_eager_records_its_own_factor_beside_its_worst_error():
         out32 = [model(inputs[0])]
     errors, scales = eager_errors(model, inputs, out32, truth, seed=0)
     assert len(scales) == 1 and 0.0 <= scales[0] < errors[0] < 1e-5
+
+
+def test_a_few_outputs_with_honest_tf32_noise_are_not_read_as_a_factor_but_many_with_a_real_one_are():
+    """Sixteen outputs, each off by TF32-sized noise: their least-squares factor is as large as the noise itself and
+    may beat eager's lucky one; it is not a constant, it does not stand out of their own scatter."""
+    from agent.harness.judge.validate import scale_fit
+
+    g = torch.Generator().manual_seed(9)
+    truth = torch.rand(16, generator=g, dtype=torch.float64) + 0.5
+    noisy = truth * (1 + torch.randn(16, generator=g, dtype=torch.float64) * 3e-4)
+    off, noise = scale_fit(noisy, truth)
+    assert abs(off) > 1.1e-4 and abs(off) < 4 * noise  # beyond the factor's tolerance, within its own scatter
+    assert _judged(noisy, truth, eager_error=3e-4, eager_scale=2e-5)[0]
+    # the same noise on 2048 outputs leaves a factor far below it; a real one of 2.3e-4 stands out
+    big = _gap_like(7)
+    scatter = 1 + torch.randn(big.shape, generator=g, dtype=torch.float64) * 1e-4
+    assert _judged(big * scatter, big, eager_error=3e-4, eager_scale=2e-5)[0]
+    assert not _judged(big * scatter * (1 - 1 / 4357), big, eager_error=3e-4, eager_scale=2e-5)[0]

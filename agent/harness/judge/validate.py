@@ -14,7 +14,7 @@ from agent.harness.judge import kernelbench
 from agent.harness.job import TrialRecord
 from agent.harness.settings import settings, tolerance
 from agent.harness.worker.errors import (  # noqa: F401 (callers import them from here)
-    SHAKES, eager_errors, errors_vs_fp64, rel_error, scale_error, shaken, worst_index,
+    SHAKES, eager_errors, errors_vs_fp64, rel_error, scale_error, scale_fit, shaken, worst_index,
 )
 from agent.harness.worker.truth import representable, wrong_in_kind  # noqa: F401
 from agent.schema import Check
@@ -76,6 +76,9 @@ def eager_by_output(ref: Reference) -> dict[str, list[float]]:
     return {size: [noise[k] if 1.0 < e < math.inf else e for k, e in enumerate(v)] for size, v in at.items()}
 
 
+SIGNIFICANT = 4.0  # standard errors a constant factor must stand out of an answer's own scatter (constant-factor)
+
+
 def eager_scales_by_output(ref: Reference) -> dict[str, list[float]]:
     """Per size, per output: eager fp32's largest constant factor over the size's trials (agent.harness.worker.
     errors.scale_error), the base of the constant-factor test there."""
@@ -93,14 +96,17 @@ def _off_by_a_factor(o: Any, t: Any, rt: TrialRecord, k: int, eager_at: dict[str
     """Rule `constant-factor`: an output within its tolerance element by element but the truth times a constant that
     eager's own numerics never reach (a wrong divisor: H*W + 1; a scale off by a little), as (note, error, tolerance);
     None if it is not. The factor is held to what the worst-element test holds the error to, from eager's factor
-    instead of eager's worst element: max(floor, factor x eager's). Where eager has no correct digit, or the
-    reference predates the factor (a cached record), there is nothing to hold it to. Returns the failure's note."""
+    instead of eager's worst element: max(floor, factor x eager's), and must stand out of the answer's own scatter
+    (SIGNIFICANT standard errors: a few outputs with honest TF32 noise have a factor as large as their error, many
+    outputs a factor far below it, and noise added to hide one fails the worst-element test first). Where eager has no
+    correct digit, or the reference predates the factor (a cached record), there is nothing to hold it to. Returns
+    the failure's note."""
     scales = scales_at.get(rt.size, [])
     eager = _eager_for(eager_at, rt.size, k)
     if k >= len(scales) or not eager <= 1.0 or o.numel() < 2 or not o.is_floating_point():
         return None
-    off, tol = scale_error(o, t), _tolerance(scales[k], precision)
-    if abs(off) <= tol:
+    (off, noise), tol = scale_fit(o, t), _tolerance(scales[k], precision)
+    if abs(off) <= max(tol, SIGNIFICANT * noise):
         return None
     return (f"output {k} is the truth times {1 + off:.6g} throughout: a constant factor off by {abs(off):.3g}, beyond "
             f"the {tol:.3g} eager's numerics allow (eager fp32's own factor at this size: {scales[k]:.2g}): a wrong "

@@ -53,6 +53,26 @@ def scale_error(out: Any, truth: Any) -> float:
     return float(((o[fin] - t[fin]) * t[fin]).sum()) / norm
 
 
+def scale_fit(out: Any, truth: Any) -> tuple[float, float]:
+    """scale_error's factor and its standard error from the scatter left around it: a factor smaller than a few of
+    these is the answer's own noise, not a constant (a few outputs with TF32-sized noise each: their factor is
+    as large as their worst error). (0, 0) where the factor has no meaning."""
+    import torch
+
+    o = out.detach().to("cpu", torch.float64)
+    t = truth.detach().to("cpu", torch.float64)
+    if o.shape != t.shape or o.numel() < 2:
+        return 0.0, 0.0
+    fin = torch.isfinite(t) & torch.isfinite(o)
+    o, t = o[fin], t[fin]
+    norm = float((t * t).sum())
+    if norm <= 0.0 or not math.isfinite(norm) or o.numel() < 2:
+        return 0.0, 0.0
+    off = float(((o - t) * t).sum()) / norm
+    left = o - (1.0 + off) * t
+    return off, math.sqrt(float((left * left).sum()) / (o.numel() - 1) / norm)
+
+
 def worst_index(out: Any, truth: Any) -> tuple[int, ...]:
     """The index of `out`'s worst element against the truth: its first wrong in kind, else its largest difference."""
     import torch
