@@ -223,3 +223,23 @@ def test_a_few_outputs_with_honest_tf32_noise_are_not_read_as_a_factor_but_many_
     scatter = 1 + torch.randn(big.shape, generator=g, dtype=torch.float64) * 1e-4
     assert _judged(big * scatter, big, eager_error=3e-4, eager_scale=2e-5)[0]
     assert not _judged(big * scatter * (1 - 1 / 4357), big, eager_error=3e-4, eager_scale=2e-5)[0]
+
+
+def test_a_tf32_sized_error_without_tl_dot_is_explained_on_a_gpu_by_pytorchs_own_layers():
+    """KernelBench #67 on an H200: a channels-last conv left in PyTorch took cuDNN's TF32 algorithm (1.33e-4 where
+    eager's NCHW conv is 1.7e-7). No tl.dot to blame: on a GPU the hint names PyTorch's layers; in CPU mode none."""
+    from agent.harness.job import TrialRecord
+    from agent.harness.judge.validate import Reference, compare
+
+    truth = _gap_like()
+    record = {"id": 0, "size": "full", "distribution": "randn", "buffer": "fresh", "input_shapes": [[4]],
+              "input_digests": ["d"], "output_shapes": [list(truth.shape)], "output_dtypes": ["float32"]}
+    ref = Reference(trials=[TrialRecord(**record, eager_errors=[1.7e-7], eager_scales=[1e-8])], truths=[[truth]])
+    noise = torch.randn(truth.shape, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    answer = (truth + noise * 1.3e-4 * truth.abs().max() / 3).float()
+    on_gpu = compare(ref, [TrialRecord(**record)], [[answer]], [], tf32_dot=False, on_gpu=True)
+    assert not on_gpu.passed and "cuDNN picks its algorithm by layout" in on_gpu.message
+    cpu = compare(ref, [TrialRecord(**record)], [[answer]], [], tf32_dot=False, on_gpu=False)
+    assert not cpu.passed and "TF32" not in cpu.message
+    dot = compare(ref, [TrialRecord(**record)], [[answer]], [], tf32_dot=True, on_gpu=True)
+    assert "tl.dot rounds its inputs" in dot.message and "cuDNN" not in dot.message

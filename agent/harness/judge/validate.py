@@ -136,7 +136,7 @@ def _kind_words(kind: str) -> str:
 
 
 def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]], config_labels: list[str],
-            precision: str = "fp32", tf32_dot: bool = True) -> Comparison:
+            precision: str = "fp32", tf32_dot: bool = True, on_gpu: bool = False) -> Comparison:
     """One Check per candidate trial; the verdict fails on the first class of problem, with the worst case described.
     Over 80 lines: one pass over the trials, each class of problem in the order the verdict names the first."""
     import torch
@@ -226,11 +226,18 @@ def compare(ref: Reference, trials: list[TrialRecord], outputs: list[list[Any]],
         n = len(failures)
         msg = f"incorrect in {n} of {len(checks)} trials; worst: {failures[0][1]}"
         worst_error = max((c.error or 0.0 for c in checks if not c.passed), default=0.0)
-        if precision == "fp32" and tf32_dot and not factors and \
-                0.0 < worst_error <= settings().validation.tf32_tolerance_floor:
+        tf32_sized = precision == "fp32" and not factors and \
+            0.0 < worst_error <= settings().validation.tf32_tolerance_floor
+        if tf32_sized and tf32_dot:
             # the size of TF32's rounding: tl.dot's default on a GPU, the commonest cause in an honest answer
             msg += ("; an error of TF32's size: tl.dot rounds its inputs to TF32 by default, pass "
                     "input_precision=\"ieee\" (or \"tf32x3\") for fp32 accuracy, or run with --precision tf32")
+        elif tf32_sized and on_gpu:
+            # no tl.dot: PyTorch's own layers (cuDNN picks its algorithm by layout and shape: channels-last took TF32
+            # where eager's NCHW conv did not, KernelBench #67 on an H200)
+            msg += ("; an error of TF32's size: on a GPU PyTorch's convolutions may run in TF32 "
+                    "(torch.backends.cudnn.allow_tf32 is on by default) and cuDNN picks its algorithm by layout and "
+                    "shape: keep eager's layout for the layers left in PyTorch, or run with --precision tf32")
         return Comparison(passed=False, checks=checks, message=msg)
     worst = max(checks, key=lambda c: (c.error or 0.0) / (c.tolerance or 1.0))
     if precision == "kernelbench":

@@ -53,8 +53,8 @@ def judge(result: EvalResult, sb: SandboxResult, res: WorkerResult | None, ref: 
     invented = sorted({r.id for r in (res.trials if res else [])} - asked)
     known = [(r, o) for r, o in zip(res.trials if res else [], outputs) if r.id in asked]
     precision = req.precision
-    v = compare(ref, [r for r, _ in known], [o for _, o in known], res.config_labels if res else [],
-                precision, tf32_dot=default_precision_dot(result.code or "")) if known else None
+    v = compare(ref, [r for r, _ in known], [o for _, o in known], res.config_labels if res else [], precision,
+                tf32_dot=default_precision_dot(result.code or ""), on_gpu=device == "cuda") if known else None
     if v is not None:
         result.checks = v.checks
         if not v.passed:
