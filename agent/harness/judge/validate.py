@@ -94,13 +94,12 @@ def eager_scales_by_output(ref: Reference) -> dict[str, list[float]]:
 def _off_by_a_factor(o: Any, t: Any, rt: TrialRecord, k: int, eager_at: dict[str, list[float]],
                      scales_at: dict[str, list[float]], precision: str) -> str | None:
     """Rule `constant-factor`: an output within its tolerance element by element but the truth times a constant that
-    eager's own numerics never reach (a wrong divisor: H*W + 1; a scale off by a little), as (note, error, tolerance);
-    None if it is not. The factor is held to what the worst-element test holds the error to, from eager's factor
+    eager's own numerics never reach (a wrong divisor: H*W + 1; a scale off by a little): the failure's note, None if
+    it is not. The factor is held to what the worst-element test holds the error to, from eager's factor
     instead of eager's worst element: max(floor, factor x eager's), and must stand out of the answer's own scatter
     (SIGNIFICANT standard errors: a few outputs with honest TF32 noise have a factor as large as their error, many
     outputs a factor far below it, and noise added to hide one fails the worst-element test first). Where eager has no
-    correct digit, or the reference predates the factor (a cached record), there is nothing to hold it to. Returns
-    the failure's note."""
+    correct digit, or the reference predates the factor (a cached record), there is nothing to hold it to."""
     scales = scales_at.get(rt.size, [])
     eager = _eager_for(eager_at, rt.size, k)
     if k >= len(scales) or not eager <= 1.0 or o.numel() < 2 or not o.is_floating_point():

@@ -55,9 +55,9 @@ class Ablation:
                 raw[where] = np.tile(pattern.view(np.uint8), where.size // pattern.itemsize)
 
     def destroy_arguments(self, tensors: list[Any], protected: set[int]) -> None:
-        """GPU: NaN over every floating argument that is neither an input of the forward nor a weight."""
+        """GPU: NaN over every floating argument that is neither an input of the forward nor a weight (asynchronous:
+        the caller synchronizes)."""
         torch, base = self.torch, self.base
-        cuda = False
         for t in tensors:
             if not base.is_floating_point(t) or not base.numel(t):
                 continue
@@ -67,9 +67,7 @@ class Ablation:
             self._saved.append((view, None, base.clone(view)))
             with self.inference_mode(True):
                 base.fill_(view, float("nan"))
-            cuda = cuda or t.device.type == "cuda"
-        if cuda:
-            torch.cuda.synchronize()
+        # the caller synchronizes with Trusted's own (nothing of the candidate's tensors is read to decide it)
 
     def restore(self) -> None:
         """Put back what the launches wrote, in launch order (the last writer's bytes stay). After the call: a view
