@@ -94,3 +94,11 @@ def test_tf32_is_named_only_for_a_dot_at_its_default_precision():
     assert not default_precision_dot("acc = tl.dot(a, b, acc, input_precision='ieee')")
     assert not default_precision_dot("acc = tl.dot(a, b, allow_tf32=False)")
     assert not default_precision_dot("y = tl.sum(x * w, axis=0).to(tl.float16)")  # an fp16 cast: not TF32's
+
+
+def test_a_rule_broken_while_timed_keeps_its_id_last():
+    from agent.harness.judge.verdict import while_timed
+
+    assert while_timed("PyTorch computed over 2 MB [work-share]") == "PyTorch computed over 2 MB (while timed) [work-share]"
+    assert while_timed("a message without an id") == "a message without an id (while timed)"
+    assert while_timed("see [1] first") == "see [1] first (while timed)"  # a bracket mid-text is no id

@@ -157,8 +157,11 @@ def _gap_like(seed: int = 0) -> torch.Tensor:
     return (torch.randn(128, 16, generator=g, dtype=torch.float64) * 0.3 + torch.linspace(-1, 1, 16).double())
 
 
-def test_scale_error_is_the_constant_factor_and_noise_has_almost_none():
-    from agent.harness.judge.validate import scale_error
+def test_scale_fit_is_the_constant_factor_and_noise_has_almost_none():
+    from agent.harness.judge.validate import scale_fit
+
+    def scale_error(o, t):
+        return scale_fit(o, t)[0]
 
     truth = _gap_like()
     assert abs(scale_error(truth * (1 - 1 / 4357), truth) + 1 / 4357) < 1e-12

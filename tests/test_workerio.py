@@ -56,3 +56,13 @@ def test_a_triton_compile_error_names_the_kernels_line_and_the_reason_not_only_t
 def test_other_errors_keep_their_first_lines(tmp_path):
     err = describe_error(RuntimeError("first\nsecond\n\nthird\nfourth\nfifth"), "run", _job(tmp_path))
     assert err.kind == "runtime_error" and err.message == "RuntimeError: first | second | third | fourth"
+
+
+def test_an_exception_posing_as_a_compile_error_whose_attributes_raise_still_gets_its_message(tmp_path):
+    class CompilationError(Exception):
+        @property
+        def node(self):
+            raise RuntimeError("boom")
+
+    err = describe_error(CompilationError("at 1:0: | x"), "run", _job(tmp_path))
+    assert err.message == "CompilationError: at 1:0: | x"

@@ -201,7 +201,7 @@ class TrialRecord(Model):
     eager_error: float | None = Field(default=None, description="reference only: fp32 eager vs fp64 truth")
     eager_errors: list[float] = Field(default_factory=list, description="reference only: the same, per output")
     eager_scales: list[float] = Field(default_factory=list, description="reference only: eager fp32's largest "
-                                      "constant factor per output (agent.harness.worker.errors.scale_error)")
+                                      "constant factor per output (agent.harness.worker.errors.scale_fit)")
     config_pass: int = 0
     launches: int = Field(default=0, description="Triton launches during this call")
     output_launched: bool = Field(default=False, description="every returned tensor's storage was given to a launch")

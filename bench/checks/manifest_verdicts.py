@@ -110,7 +110,7 @@ def main() -> int:
 
     def _show(i: int, r: EvalResult) -> None:
         row = landed[i] = judged(names[i], cases[names[i]], r, a.device)
-        ms = f" {row['device_ms']:.3f} ms" if row["device_ms"] else ""
+        ms = f" {row['device_ms']:.3f} ms device" if row["device_ms"] else ""
         print(f"{'ok  ' if row['ok'] else 'DIFF'} {row['name']:48s} {row['expected']:15s} {row['got']:15s}{ms} "
               f"{row['message'][:150]}", flush=True)
         out.write_text(json.dumps({"cases": [landed[k] for k in sorted(landed)],

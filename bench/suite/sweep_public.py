@@ -71,7 +71,8 @@ def sample(answers: list[dict], n: int, seed: int) -> list[dict]:
 
 
 def violations_of(message: str) -> list[dict]:
-    """The rule tags of a rule_violation message: static ones are "line N: ... [rule]"; run-time ones [run-time]."""
+    """The rule tags of a rule_violation message: static ones are "line N: ... [rule]"; run-time ones end with their
+    rule's id too (records from before the rule ids: [run-time])."""
     parts = re.split(r";\s(?=line \d+:)", message)
     out = []
     for part in parts:

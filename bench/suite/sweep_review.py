@@ -2,7 +2,8 @@
 the public answers, whether it is one to defend to the answer's author (reach: escape, monkeypatch, clock, process,
 secret; or code that cannot run on this Triton) or a false refusal of honest code (style), and why.
 
-A refusal no entry matches is `unreviewed`: a new kind, or a changed message, that a person must read (--review)."""
+A refusal no entry matches is `unreviewed`: a new kind, or a changed message, that a person must read (--review).
+Over 400 lines because it is data: one entry per kind of refusal reviewed, with its reason."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ from agent.harness.judge import kernelbench
 from agent.harness.job import TrialRecord
 from agent.harness.settings import settings, tolerance
 from agent.harness.worker.errors import (  # noqa: F401 (callers import them from here)
-    SHAKES, eager_errors, errors_vs_fp64, rel_error, scale_error, scale_fit, shaken, worst_index,
+    SHAKES, eager_errors, errors_vs_fp64, rel_error, scale_fit, shaken, worst_index,
 )
 from agent.harness.worker.truth import representable, wrong_in_kind  # noqa: F401
 from agent.schema import Check
@@ -81,7 +81,7 @@ SIGNIFICANT = 4.0  # standard errors a constant factor must stand out of an answ
 
 def eager_scales_by_output(ref: Reference) -> dict[str, list[float]]:
     """Per size, per output: eager fp32's largest constant factor over the size's trials (agent.harness.worker.
-    errors.scale_error), the base of the constant-factor test there."""
+    errors.scale_fit), the base of the constant-factor test there."""
     at: dict[str, list[float]] = {}
     for t in ref.trials:
         mine = at.setdefault(t.size, [])

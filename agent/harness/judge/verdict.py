@@ -164,10 +164,13 @@ def _timed_rules(res: WorkerResult, ref: Reference, expected: int, stage_rules: 
                 f"{expected}: the report was tampered with [tampering]")
     first = ref.trials[0].trace if ref.trials else None
     broken = rules.judge(timed, {t.id: first for t in timed if first is not None}, stage_rules)
-    if not broken:
-        return None
-    text, _, tag = broken.rpartition(" [")  # the rule's id stays last
-    return f"{text} (while timed) [{tag}"
+    return while_timed(broken) if broken else None
+
+
+def while_timed(broken: str) -> str:
+    """A run-time rule's message, said of a timed call: the rule's id stays last, where `agent show` reads it."""
+    text, sep, tag = broken.rpartition(" [")
+    return f"{text} (while timed) [{tag}" if sep and tag.endswith("]") else f"{broken} (while timed)"
 
 
 def _floor_ms(ref: Reference, bandwidth_gbs: float | None) -> float | None:

@@ -32,31 +32,16 @@ def rel_error(out: Any, truth: Any) -> float:
     return float((o[fin] - t[fin]).abs().max()) / scale
 
 
-def scale_error(out: Any, truth: Any) -> float:
-    """The constant factor `out` is off by: s with out ~ (1 + s) * truth, by least squares over the truth's finite
-    elements, in fp64 (0 where that has no meaning: a wrong shape, or a truth of zeros).
+def scale_fit(out: Any, truth: Any) -> tuple[float, float]:
+    """The constant factor `out` is off by (s with out ~ (1 + s) * truth, least squares over the finite elements, in
+    fp64) and its standard error from the scatter left around it; (0, 0) where that has no meaning (a wrong shape,
+    fewer than two elements, a truth of zeros).
 
-    Rounding noise (fp32, a conv in TF32) lands above and below the truth and its factor is a fraction of its worst
-    element's error; a wrong divisor or scale (H*W + 1) moves every element the same way. Where a problem's own
+    Rounding noise (fp32, a conv in TF32) lands above and below the truth, and its factor is a fraction of its worst
+    element's error, a few standard errors at most (a few outputs with TF32-sized noise each: as large as their
+    worst error); a wrong divisor or scale (H*W + 1) moves every element the same way. Where a problem's own
     numerics widen the tolerance (gap44's TF32 conv: 4 x 2.1e-4 at full size), a 1/(H*W + 1) error of 2.3e-4 hides
     under the worst-element test, not under this one."""
-    import torch
-
-    o = out.detach().to("cpu", torch.float64)
-    t = truth.detach().to("cpu", torch.float64)
-    if o.shape != t.shape or o.numel() == 0:
-        return 0.0
-    fin = torch.isfinite(t) & torch.isfinite(o)
-    norm = float((t[fin] * t[fin]).sum())
-    if norm <= 0.0 or not math.isfinite(norm):
-        return 0.0
-    return float(((o[fin] - t[fin]) * t[fin]).sum()) / norm
-
-
-def scale_fit(out: Any, truth: Any) -> tuple[float, float]:
-    """scale_error's factor and its standard error from the scatter left around it: a factor smaller than a few of
-    these is the answer's own noise, not a constant (a few outputs with TF32-sized noise each: their factor is
-    as large as their worst error). (0, 0) where the factor has no meaning."""
     import torch
 
     o = out.detach().to("cpu", torch.float64)
@@ -115,19 +100,19 @@ def shaken(inputs: list[Any], seed: int) -> list[Any]:
 def eager_errors(model: Any, inputs: list[Any], out32: list[Any], truth: list[Any],
                  seed: int) -> tuple[list[float], list[float]]:
     """Per output: eager fp32's worst relative error against the truth, and its largest constant factor
-    (|scale_error|), on the inputs (`out32`, already computed, perhaps traced) and on SHAKES ulp-shaken copies of
+    (|scale_fit|'s factor), on the inputs (`out32`, already computed, perhaps traced) and on SHAKES ulp-shaken copies of
     them (`shaken`)."""
     import torch
 
     from agent.harness.worker.inputs import flatten
 
     errors = [rel_error(o, t) for o, t in zip(out32, truth)]
-    scales = [abs(scale_error(o, t)) for o, t in zip(out32, truth)]
+    scales = [abs(scale_fit(o, t)[0]) for o, t in zip(out32, truth)]
     for k in range(SHAKES):
         with torch.no_grad():
             _, again = flatten(model(*shaken(inputs, seed * 7919 + k)))
         errors = [max(e, rel_error(o, t)) for e, o, t in zip(errors, again, truth)]
-        scales = [max(f, abs(scale_error(o, t))) for f, o, t in zip(scales, again, truth)]
+        scales = [max(f, abs(scale_fit(o, t)[0])) for f, o, t in zip(scales, again, truth)]
     return errors, scales
 
 

@@ -126,7 +126,10 @@ def describe_error(exc: BaseException, phase: str, job: WorkerJob) -> WorkerErro
             line, src = frames[-1].lineno, (frames[-1].line or "").strip()
             break
     root = chain[-1] if type(chain[0]).__name__ == "InterpreterError" else chain[0]
-    msg = _compile_error_text(root, chain)
+    try:  # the exception is the candidate's object: reading its attributes runs its code
+        msg = _compile_error_text(root, chain)
+    except Exception:
+        msg = None
     if msg is None:
         text = str(root).strip().splitlines()
         msg = f"{type(root).__name__}: " + " | ".join([t.strip() for t in text if t.strip()][:4])
