@@ -17,6 +17,8 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -35,8 +37,16 @@ def main() -> int:
     argv = [sys.executable, "-m", "agent", "run", *args, "--json", *(["--root", a.root] if a.root else [])]
     events: list[dict] = []
     t0 = time.monotonic()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
-    cut = False
+    err_file = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads would fill and stall the run
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err_file, text=True, cwd=REPO)
+    fired = threading.Event()
+
+    def cut_it() -> None:  # at the limit, also when the run falls silent
+        fired.set()
+        proc.terminate()
+
+    limit = threading.Timer(a.timeout, cut_it)
+    limit.start()
     try:
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -46,18 +56,16 @@ def main() -> int:
                 continue
             e["t_s"] = round(time.monotonic() - t0, 2)
             events.append(e)
-            if time.monotonic() - t0 > a.timeout:
-                cut = True
-                break
+        proc.wait(30)
     finally:
+        limit.cancel()
         if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            proc.kill()
+            proc.wait()
     wall = round(time.monotonic() - t0, 1)
-    err = proc.stderr.read()[-2000:] if proc.stderr else ""
+    cut = fired.is_set()
+    err_file.seek(0)
+    err = err_file.read()[-2000:]
     summary = report(events, wall, cut, proc.returncode)
     Path(a.out).mkdir(parents=True, exist_ok=True)
     (Path(a.out) / f"main_job_{a.label}.json").write_text(json.dumps(
