@@ -102,3 +102,42 @@ def test_a_rule_broken_while_timed_keeps_its_id_last():
     assert while_timed("PyTorch computed over 2 MB [work-share]") == "PyTorch computed over 2 MB (while timed) [work-share]"
     assert while_timed("a message without an id") == "a message without an id (while timed)"
     assert while_timed("see [1] first") == "see [1] first (while timed)"  # a bracket mid-text is no id
+
+
+def test_verdicts_judged_in_parallel_threads_never_meet_cpythons_shared_ast_depth(monkeypatch):
+    """CPython 3.11 keeps the AST constructor's recursion depth in state threads share: a collection in the middle of
+    one parse that lets another thread parse made the round's fourth verdict a harness error ("AST constructor
+    recursion depth mismatch", python/cpython#106905). A garbage-collector callback that yields forces the switch."""
+    import gc
+    import threading
+    import time
+    from pathlib import Path
+
+    from agent.harness.judge.verdict import default_precision_dot
+
+    code = (Path(__file__).parent / "candidates" / "legit_type_checking_namespace_kernels.py").read_text() * 2
+    errors: list[BaseException] = []
+
+    def judge_many() -> None:
+        try:
+            for _ in range(40):
+                default_precision_dot(code)
+        except BaseException as e:  # noqa: BLE001 (the assertion below names it)
+            errors.append(e)
+
+    def yield_thread(phase: str, info: dict) -> None:
+        time.sleep(0)
+
+    threshold = gc.get_threshold()
+    gc.set_threshold(50)
+    gc.callbacks.append(yield_thread)
+    try:
+        threads = [threading.Thread(target=judge_many) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        gc.callbacks.remove(yield_thread)
+        gc.set_threshold(*threshold)
+    assert errors == []
