@@ -138,7 +138,10 @@ def profile(req: ProfileRequest) -> Profile:
     if ncu is None:
         raise ProfileError("not_installed", "ncu (Nsight Compute) not found on PATH, in /usr/local/cuda/bin or "
                            "/opt/nvidia/nsight-compute/*/", hint="install Nsight Compute or put ncu on PATH")
-    kernels = kernel_names(req.code)
+    from agent.harness.static.parsing import PARSING
+
+    with PARSING:  # a profile started ahead of need runs beside the round's evaluations
+        kernels = kernel_names(req.code)
     if not kernels:
         raise ProfileError("no_kernels", "the candidate defines no @triton.jit kernel to profile")
 

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.errors import HarnessError
 from agent.harness.static import extract, gpuonly, policy
+from agent.harness.static.parsing import PARSING
 from agent.harness.judge import kernelbench
 from agent.harness.cache import salted
 from agent.harness.job import (
@@ -355,7 +356,8 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
         if device == "cuda" and req.gpu_lock is None:  # every evaluation on a GPU takes that GPU's host-wide lock
             req = req.model_copy(update={"gpu_lock": default_gpu_lock()})
         t0 = time.monotonic()
-        static = _static(req, device)
+        with PARSING:  # beside a profile started ahead, or the last round's verdicts
+            static = _static(req, device)
         if isinstance(static, EvalResult):
             static.duration_s = time.monotonic() - t0
             results[i] = static
@@ -376,8 +378,9 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
                     trials += varied_trials(shared.varied(req.problem, sizes, drawn), sizes, drawn, inputs, len(trials))
             plans[key] = (seed, inputs, trials, plan_timing(device, seed) if req.time_it else None)
         seed, inputs, trials, plan = plans[key]
-        problem, past = (req.problem, []) if req.precision == "kernelbench" else \
-            past_tile(req.problem, device, static[0], widths, inputs, len(trials))
+        with PARSING:  # past_tile reads the answer's tiles from its tree
+            problem, past = (req.problem, []) if req.precision == "kernelbench" else \
+                past_tile(req.problem, device, static[0], widths, inputs, len(trials))
         runnable.append((i, _Job(req=req.model_copy(update={"problem": problem}), device=device, code=static[0],
                                  kernels=static[1], seed=seed, trials=trials + past, plan=plan,
                                  round_problem=req.problem, past=len(past), static_s=time.monotonic() - t0)))

@@ -11,11 +11,11 @@ trials missing or invented -> run-time rules -> wrong timed calls (incorrect) ->
 from __future__ import annotations
 
 import ast
-import threading
 
 from typing import Any
 
 from agent.harness.static import gpuonly
+from agent.harness.static.parsing import PARSING
 from agent.harness.judge import rules
 from agent.harness.judge.validate import still_right
 from agent.harness.job import Device, TrialSpec, WorkerResult
@@ -26,17 +26,11 @@ from agent.harness.judge.validate import Reference, compare, compare_timed
 from agent.schema import EvalResult, Objective, Timing, Verdict
 
 
-# A round's verdicts are judged in the evaluation pool's threads, and CPython 3.11's AST constructor keeps its
-# recursion depth in state the threads share: two parses at once fail with "SystemError: AST constructor recursion
-# depth mismatch" (python/cpython#106905), an honest answer's verdict turned into a harness error. One at a time.
-_PARSING = threading.Lock()
-
-
 def default_precision_dot(code: str) -> bool:
     """Whether the answer calls tl.dot at its default precision (TF32 for fp32 operands, on a GPU and in CPU mode):
     only then is an error of TF32's size worth naming as tl.dot's (an fp16 cast or a dropped term has one too)."""
     try:
-        with _PARSING:
+        with PARSING:  # a round's verdicts are judged in the pool's threads
             tree = ast.parse(code)
     except SyntaxError:
         return True
