@@ -5,6 +5,7 @@ best and the beam's unprofiled parents, one ncu run after another (~10.5 s each 
 replays hold the GPU alone: ncu's start, Python's imports and the candidate's build overlap anything). Here the loop
 names a candidate as soon as its verdict says it will be needed (`ahead`): its profile runs in the background while
 the round's other candidates are judged, and the loop's later `profile` call finds it done or waits for the rest.
+Several run at once: each shares the GPU's lock until its replays (agent.harness.worker.candidate.profile).
 
 Once per code: a candidate whose code (and stage) was profiled already gets that profile, its report copied to its
 own path; a failed profile is not tried again in this process (the loop's rule for parents too).
@@ -24,13 +25,15 @@ from agent.schema import Profile, Stage
 
 
 class ProfilesAhead:
-    """agent.protocols.Profiler around another: `ahead` starts a profile in the background (one at a time: ncu's
-    replays need the GPU alone anyway), `profile` returns it, or runs it now; the same code and stage is profiled
-    once, whichever candidate asks. `out(candidate_id)`: where a candidate's report lives (copied for a repeat)."""
+    """agent.protocols.Profiler around another: `ahead` starts a profile in the background, `profile` returns it,
+    or runs it now; the same code and stage is profiled once, whichever candidate asks. `out(candidate_id)`: where a
+    candidate's report lives (copied for a repeat). Up to `at_once` run together: only their replays hold the GPU
+    alone (the profile worker shares its lock until then), so a profile asked ahead never queues behind another's
+    start-up (one at a time, a round's new best waited ~29 s behind two earlier candidates' profiles on an H200)."""
 
-    def __init__(self, inner: Profiler, out: Callable[[str], Path] | None = None) -> None:
+    def __init__(self, inner: Profiler, out: Callable[[str], Path] | None = None, at_once: int = 3) -> None:
         self.inner, self.out = inner, out
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="profile-ahead")
+        self._pool = ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="profile-ahead")
         self._lock = threading.Lock()
         self._done: dict[str, Future[Profile | None]] = {}
         self._owner: dict[str, str] = {}  # key -> the candidate whose report it wrote

@@ -85,6 +85,10 @@ class RunConfig(Model):
                                                            "are held to: fp32, tf32's wider tolerance floor, or "
                                                            "KernelBench's own check (agent.harness.judge.kernelbench)")
     seed: Annotated[int, Flag("seed for weights and validation inputs (default: 0)")] = 0
+    energy: Annotated[bool, Flag("measure every correct candidate's energy per call (NVML: about 4 s of the GPU to "
+                                 "itself each; default: off, on with --objective energy)", new=False, switch=True,
+                                 resumable=True)] = Field(
+        default=True, description="energy measured for every candidate (runs recorded before the flag always did)")
     diagnosis: Annotated[bool, Flag("a [DIAGNOSIS] block of findings from the current best's profile and clocks in "
                                     "every prompt (default: on)", new=True, switch=True)] = Field(
         default=False, description="a [DIAGNOSIS] block in the prompts (runs recorded before it existed had none, "

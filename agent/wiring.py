@@ -174,7 +174,7 @@ def _requests(a: Assembly):  # -> agent.harness.evaluator.RoundRequests (importe
 
     c = a.config
     return RoundRequests(problem=a.problem, device=c.device, timeout_s=c.timeout_s, objective=c.objective,
-                         precision=c.precision,
+                         precision=c.precision, energy=c.energy or c.objective == "energy",
                          cache_dir=a.store.root / "candidates" / ".cache", seed=c.seed, hide=[a.store.root],
                          bandwidth_gbs=local_bandwidth(c.device))
 
@@ -188,8 +188,8 @@ def _local(a: Assembly) -> tuple[Evaluator, Profiler]:
     from agent.harness.evaluator import LocalEvaluator
     from agent.profiler import NcuProfiler
 
-    return LocalEvaluator(_requests(a)), NcuProfiler(a.problem, _profile_path(a), a.config.device, on_error=a.say,
-                                                     hide=[a.store.root])
+    evaluator = LocalEvaluator(_requests(a), prestart=True)
+    return evaluator, NcuProfiler(a.problem, _profile_path(a), a.config.device, on_error=a.say, hide=[a.store.root])
 
 
 def _pool(a: Assembly) -> tuple[Evaluator, Profiler]:

@@ -113,6 +113,28 @@ def test_the_energy_loops_calls_are_checked_at_the_plans_positions_after_both_cl
     assert len(b.outputs) == 2 * n + e
 
 
+def test_a_plan_without_energy_runs_no_energy_loop_and_the_clocks_are_the_same():
+    """agent run measures energy only with --energy or --objective energy: its loop holds the GPU about 4 s a
+    candidate (four blocks of ten counter steps), more than both clocks together."""
+    from agent.harness.job import plan_timing
+
+    plan = plan_timing("cuda", 3, measure_energy=False)
+    n = settings().timing.checked_calls
+    assert not plan.energy and plan.energy_positions == [] and len(plan.pool_seeds) == 2 * n
+    assert plan_timing("cuda", 3).energy and len(plan_timing("cuda", 3).pool_seeds) == 2 * n + \
+        settings().timing.energy_checked_calls
+    gpu = SimGpu(host_ms=0.02, device_ms=1.0)
+    gpu.energy = SimEnergy(gpu).counter()
+    stats, b = timed(gpu, plan)
+    assert stats.energy_mj is None and stats.energy_note == "not measured: not asked for (agent run --energy)"
+    assert stats.sampled == list(range(n, 2 * n)) + list(range(n)) and len(b.outputs) == 2 * n
+    again = SimGpu(host_ms=0.02, device_ms=1.0)
+    again.energy = SimEnergy(again).counter()
+    measured, _ = timed(again, plan.model_copy(update={"energy": True, "energy_positions": [0.5],
+                                                        "pool_seeds": plan.pool_seeds + [99]}))
+    assert measured.energy_mj is not None and measured.median_ms == pytest.approx(stats.median_ms, rel=1e-6)
+
+
 def test_without_a_counter_energy_is_not_measured_and_says_why():
     gpu = SimGpu(host_ms=0.02, device_ms=1.0)
     stats, _ = timed(gpu)

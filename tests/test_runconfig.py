@@ -76,9 +76,10 @@ def test_a_flag_wins_over_the_users_config_which_wins_over_the_built_in_default(
 
 def test_a_new_run_takes_the_new_defaults_and_an_old_record_reads_as_it_was_recorded():
     config = new_config(flag_values({}, {}), device="cpu", llm="offline")
-    assert (config.diagnosis, config.memory, config.search) == (True, True, "beam")
+    assert (config.diagnosis, config.memory, config.search, config.energy) == (True, True, "beam", False)
     old = RunConfig.model_validate({"problem": "gap44", "stage": "memory-fusion", "device": "cpu"})
     assert (old.diagnosis, old.memory, old.search) == (False, False, "greedy")  # runs from before those flags
+    assert old.energy  # and measured every candidate's energy
 
 
 @pytest.mark.parametrize(("given", "message"), [

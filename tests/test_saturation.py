@@ -8,7 +8,8 @@ from pathlib import Path
 import torch
 
 from agent.harness.worker.inputs import make_inputs, scale_of
-from agent.harness.judge.saturation import scales, varies
+from agent.harness.judge.saturation import scales
+from agent.harness.worker.saturation import varies
 from agent.problems import load_module, load_problem
 
 CANDIDATES = Path(__file__).parent / "candidates"
@@ -52,3 +53,32 @@ def test_no_trial_where_the_truth_varies_or_no_scale_moves_it(tmp_path):
                     "def get_init_inputs():\n    return []\n")
     problem = load_problem(str(path), "cpu")
     assert scales(problem, problem.cpu_sizes, DRAWN) == []
+
+
+def test_the_worker_finds_what_the_parent_finds(tmp_path):
+    """A GPU's sizes are probed in a sandboxed worker (mode `saturation`): run here in CPU mode, it draws the same
+    inputs and finds the same sizes and scales as the parent's own probe; a problem whose truth varies gets none."""
+    from agent.harness.shared import varied_in_worker
+
+    problem = load_problem(str(CANDIDATES / "problems" / "seq_energy_tanh.py"), "cpu")
+    assert varied_in_worker(problem, problem.cpu_sizes, DRAWN, "cpu", []) == scales(problem, problem.cpu_sizes, DRAWN)
+    gap44 = load_problem("gap44", "cpu")
+    assert varied_in_worker(gap44, gap44.cpu_sizes[:1], DRAWN, "cpu", []) == []
+
+
+def test_a_gpu_evaluation_asks_for_the_probe_at_its_own_sizes_and_keeps_it_on_disk(tmp_path, monkeypatch):
+    """Before: CPU mode only, and on an H200 the answer summing 32 of 4,096 rows was judged correct on all 7 trials.
+    The GPU's probe runs once per problem and sizes, then comes from the cache directory."""
+    import agent.harness.shared as shared_mod
+
+    calls = []
+
+    def probe(problem, sizes, distributions, device, hide, gpu_lock=None):
+        calls.append((problem.name, device, len(sizes)))
+        return [(0, "randn*0.01")]
+
+    monkeypatch.setattr(shared_mod, "varied_in_worker", probe)
+    problem = load_problem(str(CANDIDATES / "problems" / "seq_energy_tanh.py"), "cuda")
+    first = shared_mod.Shared().varied(problem, problem.sizes, DRAWN, "cuda", [], None, tmp_path)
+    again = shared_mod.Shared().varied(problem, problem.sizes, DRAWN, "cuda", [], None, tmp_path)
+    assert first == again == [(0, "randn*0.01")] and calls == [(problem.name, "cuda", len(problem.sizes))]

@@ -183,6 +183,20 @@ def test_a_warm_worker_is_forked_behind_its_own_wall_with_torch_already_imported
 
 
 @pytest.mark.slow
+def test_a_template_started_ahead_is_the_one_the_first_worker_forks_from(fresh, tmp_path):
+    """agent run starts its workers' template as it builds the evaluator (agent.harness.runner.prestart): the first
+    candidate forks from it instead of waiting for torch's import after its own checks (4.6 s of an H200 run's first
+    verdict, warm cache)."""
+    from agent.harness.runner import prestart
+
+    assert prestart("cpu")
+    (ahead,) = fresh.pids()
+    assert prestart("cpu") and fresh.pids() == [ahead]  # one per environment
+    sb, res = run(CORRECT, tmp_path / "first")
+    assert sb.warm and res is not None and res.ok and fresh.pids() == [ahead]
+
+
+@pytest.mark.slow
 def test_warm_starts_can_be_turned_off(fresh, tmp_path, monkeypatch):
     monkeypatch.setenv("AGENT_WARM_WORKERS", "0")
     sb, res = run(witness(tmp_path / "none"), tmp_path / "w")
@@ -190,6 +204,9 @@ def test_warm_starts_can_be_turned_off(fresh, tmp_path, monkeypatch):
     seen = json.loads((tmp_path / "w" / "witness.json").read_text())
     assert "agent.harness.worker.main" in seen["started_as"] and "agent.harness.wall.forkserver" not in seen["started_as"]
     assert fresh.pids() == []
+    from agent.harness.runner import prestart
+
+    assert not prestart("cpu") and fresh.pids() == []  # nor started ahead
 
 
 @pytest.mark.slow

@@ -6,6 +6,8 @@ PROPOSERS / EVALUATORS) and drive the real CLI, store and loop through them: not
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 
 import pytest
@@ -130,7 +132,8 @@ def test_the_local_placement_builds_the_harness_evaluator_and_the_ncu_profiler(t
     from agent.runconfig import RunConfig
 
     with Store(tmp_path) as store:
-        config = RunConfig(problem="gap44", stage="memory-fusion", gpu="4090", device="cpu", llm="offline")
+        config = RunConfig(problem="gap44", stage="memory-fusion", gpu="4090", device="cpu", llm="offline",
+                           energy=False)  # a new run's default (RunConfig's own: a record from before the flag)
         a = wiring.Assembly(config=config, problem=load_problem("gap44"), gpu=find_gpu("4090"), store=store,
                             placement=Placement(device="cpu"), run_id="r1")
         parts = wiring.build_parts(a, wiring.build_proposer(a))
@@ -141,6 +144,11 @@ def test_the_local_placement_builds_the_harness_evaluator_and_the_ncu_profiler(t
         # candidates never see the store, whether evaluated or profiled
         assert store.root in parts.evaluator.requests.hide and store.root in parts.profiler.inner.hide
         assert parts.evaluator.requests.cache_dir == store.root / "candidates" / ".cache"
+        # energy per call: measured where the run ranks by it or asks for it, not by default (about 4 s a candidate)
+        assert not parts.evaluator.requests.energy
+        for asked in ({"energy": True}, {"objective": "energy", "energy": False}):
+            b = dataclasses.replace(a, config=config.model_copy(update=asked))
+            assert wiring.build_parts(b, wiring.build_proposer(b)).evaluator.requests.energy
 
 
 def test_llm_choices_lists_every_registered_proposer_once():

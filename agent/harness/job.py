@@ -27,7 +27,7 @@ from agent.harness.settings import TimingSettings, settings
 from agent.harness.worker.capture import Capture
 from agent.schema import Model, ProblemSpec, SizeSet
 
-Mode = Literal["evaluate", "reference", "baseline", "profile", "inductor"]
+Mode = Literal["evaluate", "reference", "baseline", "profile", "inductor", "saturation"]
 Device = Literal["cuda", "cpu"]
 BufferUse = Literal["fresh", "same", "new"]
 
@@ -60,6 +60,8 @@ class TimingPlan(Model):
     positions: list[float]
     latency_positions: list[float] = Field(default_factory=list)
     energy_positions: list[float] = Field(default_factory=list)
+    energy: bool = Field(default=True, description="run the energy loop (a run asks for it where it ranks by energy "
+                         "or --energy: it holds the GPU about 4 s)")
     fresh_seed: int
 
     @property
@@ -91,7 +93,8 @@ class WorkerJob(Model):
 
 class WorkerError(Model):
     kind: Literal["compile_error", "runtime_error"]
-    phase: str = Field(description="import | build | validate | timing | reference | baseline | inductor")
+    phase: str = Field(description="import | build | validate | timing | reference | baseline | inductor | "
+                                   "saturation")
     message: str
     line: int | None = Field(default=None, description="innermost line of the candidate file involved")
 
@@ -266,6 +269,8 @@ class WorkerResult(Model):
     compiled_fp32: BenchStats | None = Field(default=None, description="torch.compile with TF32 off (fp32 numerics), "
                                              "timed only where the default one's output is outside the tolerance")
     compile_fp32_error: float | None = None
+    varied: list[tuple[int, str]] = Field(default_factory=list, description="saturation: (size index, draw) for each "
+                                          "size whose truth is flat on every drawn input (agent.harness.worker.saturation)")
     captures: list[Capture] = Field(default_factory=list, description="inductor: what torch.compile generated for "
                                     "the problem's Model at each of the job's sizes")
     gpu: str = ""
@@ -312,8 +317,9 @@ def plan_trials(sizes: list[SizeSet], seed: int, distributions: list[str], wide:
     return trials
 
 
-def plan_timing(device: Device, seed: int) -> TimingPlan:
-    """Pool inputs at secret positions (GPU: a handful among many timed calls; CPU: every timed call is checked)."""
+def plan_timing(device: Device, seed: int, measure_energy: bool = True) -> TimingPlan:
+    """Pool inputs at secret positions (GPU: a handful among many timed calls; CPU: every timed call is checked).
+    `measure_energy`: the GPU's energy loop runs (its checked calls are planned); without them the worker skips it."""
     rng = secrets.SystemRandom()
     cfg = settings().timing
     latency: list[float] = []
@@ -325,9 +331,10 @@ def plan_timing(device: Device, seed: int) -> TimingPlan:
         n = cfg.checked_calls
         positions = sorted(rng.uniform(0.0, 1.0) for _ in range(n))
         latency = sorted(rng.uniform(0.0, 1.0) for _ in range(n))
-        energy = sorted(rng.uniform(0.0, 1.0) for _ in range(cfg.energy_checked_calls))
+        energy = sorted(rng.uniform(0.0, 1.0) for _ in range(cfg.energy_checked_calls)) if measure_energy else []
     pool = [(seed * 31 + 977 * (i + 1)) % (2**31) for i in range(len(positions) + len(latency) + len(energy))]
     return TimingPlan(pool_seeds=pool, positions=positions, latency_positions=latency, energy_positions=energy,
+                      energy=measure_energy,
                       fresh_seed=rng.randrange(2**31))
 
 

@@ -67,6 +67,8 @@ class EvalRequest(BaseModel):
     time_it: bool = True
     objective: Objective = Field(default="latency", description="the clock of candidate_ms and the plain speedups")
     precision: Precision = Field(default="fp32", description="the numerics the candidate is held to (tolerance)")
+    energy: bool = Field(default=True, description="time energy per call too (GPU: NVML, blocks of about a second "
+                         "each, the GPU held exclusively): a run asks for it only where it ranks by it")
     cache_dir: Path | None = Field(default=None, description="truths and baselines kept here across processes "
                                    "(None: memory only); never visible to candidates")
     seed: int = 0
@@ -363,7 +365,7 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             results[i] = static
             final(i)
             continue
-        key = (req.problem.path, device, req.seed, req.time_it, req.cache_dir, req.precision == "kernelbench")
+        key = (req.problem.path, device, req.seed, req.time_it, req.cache_dir, req.precision == "kernelbench", req.energy)
         if key not in plans:  # one plan per problem/seed/device: the round's candidates share one truth
             seed = salted(req.seed, req.cache_dir)
             # the inputs' seeds are not the weights': ModelNew's __init__ runs under the weights' seed and could
@@ -374,9 +376,10 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
                 trials = kernelbench.trials(sizes, inputs)
             else:
                 trials = plan_trials(sizes, inputs, drawn, settings().validation.wide_distribution)
-                if device == "cpu":  # where the truth saturates on every draw: inputs that keep it in range
-                    trials += varied_trials(shared.varied(req.problem, sizes, drawn), sizes, drawn, inputs, len(trials))
-            plans[key] = (seed, inputs, trials, plan_timing(device, seed) if req.time_it else None)
+                # where the truth saturates on every draw: inputs that keep it in range
+                found = shared.varied(req.problem, sizes, drawn, device, req.hide, req.gpu_lock, req.cache_dir)
+                trials += varied_trials(found, sizes, drawn, inputs, len(trials))
+            plans[key] = (seed, inputs, trials, plan_timing(device, seed, req.energy) if req.time_it else None)
         seed, inputs, trials, plan = plans[key]
         with PARSING:  # past_tile reads the answer's tiles from its tree
             problem, past = (req.problem, []) if req.precision == "kernelbench" else \

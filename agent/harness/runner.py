@@ -54,6 +54,14 @@ def run_job(workdir: Path, job_path: Path, device: Device, timeout_s: float, mem
     return sb
 
 
+def prestart(device: Device) -> bool:
+    """Start the warm template of `device`'s workers now (in a thread of the caller's choosing: it imports torch and
+    Triton, seconds), so the first job forks from it; whether one is live."""
+    from agent.harness.wall.sandbox import prestart as prestart_template
+
+    return prestart_template(worker_env(device))
+
+
 def _suspect(sb: SandboxResult, workdir: Path) -> bool:
     """Whether the worker's stderr or its result's error speaks of a failed import."""
     if preflight.suspect(sb.stderr):

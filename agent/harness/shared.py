@@ -78,15 +78,31 @@ class Shared:
             self._refs[name] = ref
             return ref
 
-    def varied(self, problem: ProblemSpec, sizes: list[SizeSet], distributions: list[str]) -> list[tuple[int, str]]:
+    def varied(self, problem: ProblemSpec, sizes: list[SizeSet], distributions: list[str], device: Device = "cpu",
+               hide: list[Path] | None = None, gpu_lock: Path | None = None,
+               cache_dir: Path | None = None) -> list[tuple[int, str]]:
         """The sizes at which the truth saturates on every draw and the inputs that keep it in range
-        (agent.harness.judge.saturation.scales), measured once per problem and sizes."""
-        name = entry_name(f"{problem.name}-varied", problem.path.read_bytes(),
+        (agent.harness.judge.saturation), measured once per problem and sizes: in this process at CPU mode's sizes,
+        in a worker on the GPU at its full sizes (and kept on disk beside the truths: it is the problem's, not the
+        round's)."""
+        name = entry_name(f"{problem.name}-varied", problem.path.read_bytes(), device,
                           json.dumps([s.model_dump() for s in sizes], sort_keys=True), json.dumps(distributions))
         with self._lock:
-            if name not in self._varied:
-                self._varied[name] = scales(problem, sizes, distributions)
-            return self._varied[name]
+            if name in self._varied:
+                return self._varied[name]
+            if device != "cuda":
+                found = scales(problem, sizes, distributions)
+            else:
+                disk = DiskCache(Path(cache_dir) / "references", settings().cache.max_mb) if cache_dir else None
+                hit = disk.get(name, ".json") if disk else None
+                cached = _load_varied(hit) if hit is not None else None
+                found = cached if cached is not None else \
+                    varied_in_worker(problem, sizes, distributions, device, hide or [], gpu_lock)
+                if cached is None and disk is not None:
+                    text = json.dumps(found)
+                    disk.put(name, ".json", lambda tmp: _write_text(tmp, text))
+            self._varied[name] = found
+            return found
 
     def baseline(self, problem: ProblemSpec, device: Device, cache_dir: Path | None, hide: list[Path],
                  gpu_lock: Path | None = None) -> WorkerResult | None:
@@ -137,6 +153,32 @@ def _compute_reference(problem: ProblemSpec, device: Device, seed: int, trials: 
         return ref
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def varied_in_worker(problem: ProblemSpec, sizes: list[SizeSet], distributions: list[str], device: Device,
+                     hide: list[Path], gpu_lock: Path | None = None) -> list[tuple[int, str]]:
+    """The saturation probe in a sandboxed worker (a GPU's full sizes: the parent cannot run the Model there). A probe
+    that fails adds no trial: the reference worker reports a Model that cannot run."""
+    workdir = Path(tempfile.mkdtemp(prefix="agent-sat-"))
+    try:
+        job = prepare_job(workdir, "saturation", problem, device=device, sizes=sizes,
+                          trials=plan_trials(sizes, 0, distributions), gpu_lock=gpu_lock)
+        sb = run_job(workdir, job, device, settings().sandbox.reference_timeout_s, None, hide, gpu_lock)
+        res = read_result(workdir / "result.json")
+        if res is None or not res.ok:
+            log.warning("the saturation probe of %s failed: %s", problem.name,
+                        res.error.message if res and res.error else sandbox_failure(sb))
+            return []
+        return [(int(i), str(d)) for i, d in res.varied]
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _load_varied(path: Path) -> list[tuple[int, str]] | None:
+    try:
+        return [(int(i), str(d)) for i, d in json.loads(path.read_text())]
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _save_reference(ref: Reference, path: Path) -> None:

@@ -119,7 +119,7 @@ class LiveProgress:
         if self._emit_json("candidate", candidate=candidate.id, iteration=candidate.iteration, index=candidate.index,
                            stage=candidate.stage, parent=candidate.parent, verdict=str(r.verdict),
                            message=_first_line(r.message),
-                           duration_s=round(r.duration_s, 3), **_clock_keys(t)):
+                           duration_s=round(r.duration_s, 3), phases=r.phases, **_clock_keys(t)):
             return
         line = Text.assemble("  ", (f"#{candidate.index} ", "dim"), verdict_text(r.verdict))
         if t is not None:

@@ -43,7 +43,7 @@ def sources() -> list[tuple[str, str]]:
     return [(name, seed if path is None else (REPO / path).read_text()) for name, path in ROUND]
 
 
-def local_round(srcs: list[str], slots: int, cache: Path, seed: int) -> tuple[float, list]:
+def local_round(srcs: list[str], slots: int, cache: Path, seed: int, energy: bool = False) -> tuple[float, list]:
     from agent.harness.evaluator import LocalEvaluator, RoundRequests
     from agent.harness.settings import settings
     from agent.problems import load_problem
@@ -51,13 +51,14 @@ def local_round(srcs: list[str], slots: int, cache: Path, seed: int) -> tuple[fl
 
     settings().sandbox.gpu_slots = slots
     ev = LocalEvaluator(RoundRequests(problem=load_problem("gap44"), device="cuda", objective="latency",
-                                      cache_dir=cache, seed=seed))
+                                      cache_dir=cache, seed=seed, energy=energy))
     t0 = time.monotonic()
     results = ev.evaluate(srcs, get_stage("memory-fusion"))
     return time.monotonic() - t0, results
 
 
-def scale_round(srcs: list[str], gpus: list[str], cache: Path, seed: int, warm: bool = False) -> tuple[float, list, str]:
+def scale_round(srcs: list[str], gpus: list[str], cache: Path, seed: int, warm: bool = False,
+                energy: bool = False) -> tuple[float, list, str]:
     """A round through agent.scale on `gpus`; `warm`: first a round of one answer per worker on the new pool (an
     `agent run` starts its pool once: its workers' start-up is not a round's cost), reported separately."""
     from agent.harness.evaluator import RoundRequests
@@ -68,7 +69,7 @@ def scale_round(srcs: list[str], gpus: list[str], cache: Path, seed: int, warm: 
 
     pool = local_pool(gpus, "cuda")
     ev = ScaleEvaluator(pool, RoundRequests(problem=load_problem("gap44"), device="cuda", objective="latency",
-                                            cache_dir=cache, seed=seed))
+                                            cache_dir=cache, seed=seed, energy=energy))
     try:
         if warm:
             t0 = time.monotonic()
@@ -103,13 +104,15 @@ def main() -> int:
     ap.add_argument("--gpus", default=None, help="comma list: evaluate through agent.scale on these GPUs")
     ap.add_argument("--label", default="gpu_throughput_check")
     ap.add_argument("--repeat", type=int, default=1, help="the round's answers this many times (a longer round)")
+    ap.add_argument("--energy", action="store_true", help="measure energy per call too (agent run does with --energy "
+                    "or --objective energy: about 4 s of the GPU to itself per candidate)")
     args = ap.parse_args()
     import torch
 
     OUT.mkdir(parents=True, exist_ok=True)
     dest = OUT / f"{args.label}.json"
     report: dict = {"gpu": torch.cuda.get_device_name(), "gpus_visible": torch.cuda.device_count(),
-                    "torch": torch.__version__, "round": [n for n, _ in ROUND], "rounds": {}}
+                    "torch": torch.__version__, "round": [n for n, _ in ROUND], "energy": args.energy, "rounds": {}}
 
     def save() -> None:
         dest.write_text(json.dumps(report, indent=1))
@@ -120,21 +123,21 @@ def main() -> int:
     # cold: the truths and baselines of the round's seed are computed (once per problem/GPU in a run)
     if args.gpus:
         gpus = [g.strip() for g in args.gpus.split(",")]
-        wall, results, _ = scale_round(srcs[:1], gpus[:1], cache, 0)
+        wall, results, _ = scale_round(srcs[:1], gpus[:1], cache, 0, energy=args.energy)
     else:
-        wall, results = local_round(srcs[:1], 1, cache, 0)
+        wall, results = local_round(srcs[:1], 1, cache, 0, args.energy)
     report["cold_first_candidate_s"] = round(wall, 1)
     save()
     print(f"cold (truths + baselines + the seed): {wall:.1f} s", flush=True)
     if args.gpus:
         for n in range(1, len(gpus) + 1):
-            wall, results, where = scale_round(srcs, gpus[:n], cache, 0, warm=True)
+            wall, results, where = scale_round(srcs, gpus[:n], cache, 0, warm=True, energy=args.energy)
             report["rounds"][f"{n} gpu"] = {"where": where, **summary(names, wall, results)}
             save()
             print(f"{n} GPU(s) ({where}): {wall:.1f} s, {60 * len(srcs) / wall:.2f}/min", flush=True)
     else:
         for slots in [int(s) for s in args.slots.split(",")]:
-            wall, results = local_round(srcs, slots, cache, 0)
+            wall, results = local_round(srcs, slots, cache, 0, args.energy)
             report["rounds"][f"{slots} slot"] = summary(names, wall, results)
             save()
             print(f"{slots} slot(s): {wall:.1f} s, {60 * len(srcs) / wall:.2f}/min, phases "

@@ -111,6 +111,11 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return {k: v for k, v in env.items() if not SECRET_NAME.search(k) and not k.upper().startswith(_SECRET_PREFIXES)}
 
 
+def _command_env(extra: dict[str, str] | None) -> dict[str, str]:
+    """A sandboxed command's environment but its per-job HOME and TMPDIR (a warm template's key: prestart)."""
+    return {**clean_env(extra), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 def _unshare_cmd(flags: list[str]) -> list[str]:
     return ["unshare", *flags, "--pid", "--fork", "--kill-child=SIGKILL", "--mount-proc", "--mount", "--net", "--"]
 
@@ -161,6 +166,16 @@ def isolation() -> str:
         return "none"
 
 
+def prestart(env: dict[str, str] | None = None) -> bool:
+    """Start now the warm template run_sandboxed would fork a worker with `env` from (agent.harness.wall.template);
+    whether one is live. Never raises: a template that cannot start leaves workers to start cold, as they would."""
+    try:
+        return template.templates.prestart(_command_env(env), probe())
+    except Exception as e:  # SandboxUnavailable, OSError: the first real job says so
+        log.debug("no template started ahead: %s", e)
+        return False
+
+
 def run_sandboxed(
     argv: list[str],
     *,
@@ -201,8 +216,7 @@ def run_sandboxed(
     spec = contain_spec(workdir, iso, limits, hide, expose)
     if iso.uid is not None:
         _chown_tree(workdir, iso.uid)
-    full_env = clean_env(env)
-    full_env.update({"HOME": str(home), "TMPDIR": str(tmp), "PYTHONDONTWRITEBYTECODE": "1"})
+    full_env = {**_command_env(env), "HOME": str(home), "TMPDIR": str(tmp)}
     cmd = [*iso.unshare, sys.executable, "-I", "-S", str(CONTAIN), json.dumps(spec), "--", *[str(a) for a in argv]]
 
     out_path, err_path = workdir / "stdout.log", workdir / "stderr.log"

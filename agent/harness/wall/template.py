@@ -199,13 +199,21 @@ class Templates:
         self._live: dict[tuple, Template] = {}
         self._failed: dict[tuple, str] = {}
 
+    def prestart(self, env: dict[str, str], iso: Isolation) -> bool:
+        """Start the template of workers with this environment now, if there is none (a run's first candidate then
+        forks from it instead of waiting for torch's import behind its own checks). Whether one is live."""
+        if not iso.unshare or not enabled():
+            return False
+        key, base = _keyed(env, iso)
+        template = self._get(key, base, iso)
+        return template is not None
+
     def start(self, argv: list[str], spec: dict, env: dict[str, str], out: int, err: int,
               iso: Isolation) -> WarmProc | None:
         """The worker `argv` forked from the template of its environment; None where it must start cold."""
         if not iso.unshare or not is_worker(argv) or not enabled():
             return None
-        base = {k: v for k, v in env.items() if k not in _PER_JOB}
-        key = (iso.kind, tuple(sorted(base.items())))
+        key, base = _keyed(env, iso)
         for _ in range(2):  # a template found dead at the fork is started again, once
             template = self._get(key, base, iso)
             if template is None:
@@ -257,6 +265,12 @@ class Templates:
         with it; closing them here would end nothing)."""
         self._lock = threading.Lock()
         self._live, self._failed = {}, {}
+
+
+def _keyed(env: dict[str, str], iso: Isolation) -> tuple[tuple, dict[str, str]]:
+    """A template's key (its wall and its environment but the per-job names) and that environment."""
+    base = {k: v for k, v in env.items() if k not in _PER_JOB}
+    return (iso.kind, tuple(sorted(base.items()))), base
 
 
 def _started(env: dict[str, str], iso: Isolation) -> Template:

@@ -159,7 +159,7 @@ class _Session:
         gc.collect()
         watched: dict = {"JITFunction": JITFunction, "JITCallable": JITCallable, "Autotuner": Autotuner,
                          **self.tracker.hooked()}
-        if job.plan is not None:
+        if job.plan is not None and job.plan.energy:
             self.trusted.open_energy()  # before the candidate exists, like every reference the timing loop holds
             if "pynvml" in sys.modules:
                 watched["pynvml"] = sys.modules["pynvml"]
@@ -338,13 +338,18 @@ class _Session:
 
 
 def profile(job: WorkerJob, gpu: Gpu) -> int:
-    """One warmed-up call inside an NVTX range (JIT compilation stays outside it). Errors: one stderr line."""
+    """One warmed-up call inside an NVTX range (JIT compilation stays outside it). Errors: one stderr line.
+
+    The GPU's lock is shared while the candidate is imported, built and first called (its JIT compilation: other
+    candidates may build and validate beside it, as theirs do beside each other) and exclusive from the second
+    warm-up call on: ncu's replays, and the clocks it locks for them, then have the GPU alone, and several profiles
+    overlap everything but their replays."""
     phase = "build"
     try:
         with capped_output():
             import torch
 
-            gpu.take("exclusive")
+            gpu.take("shared")
             if job.device == "cpu":
                 from agent.harness.worker import interpret
 
@@ -364,7 +369,10 @@ def profile(job: WorkerJob, gpu: Gpu) -> int:
             _, inputs = timed_base(job, modules)
             phase = "run"
             with torch.no_grad():
-                for _ in range(max(1, job.profile_warmup)):
+                model(*inputs)  # compiles (and autotunes) its kernels
+                sync(job.device)
+                gpu.take("exclusive")
+                for _ in range(max(0, job.profile_warmup - 1)):
                     model(*inputs)
                 sync(job.device)
                 if job.device == "cuda":

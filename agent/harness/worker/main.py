@@ -10,6 +10,8 @@ Modes (see job.py):
 - baseline: eager and torch.compile timing of the problem's Model (no candidate), timed the same way.
 - inductor: what torch.compile generates for the problem's Model at each of the job's sizes (agent.harness.worker.capture),
   for agent.inductor.start to translate into an answer; here, so that torch.compile never runs in the agent's process.
+- saturation: where the problem's fp64 truth is flat on every drawn input at a size, the smaller draw that moves it
+  (agent.harness.worker.saturation): the parent adds that trial, at the GPU's full sizes it cannot run itself.
 - profile: one call of the candidate inside an NVTX range, for ncu (exit status and one stderr line).
 The worker never judges: the parent compares outputs and applies the rules, so nothing the candidate does here can
 fake a pass. Before the candidate is imported the worker deletes its job, keeps its own references to what it times
@@ -212,6 +214,17 @@ def _inductor(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
 _PREWARM_WAIT_S = 600.0
 
 
+def _saturation(job: WorkerJob, result: WorkerResult, gpu: Gpu) -> None:
+    from agent.harness.worker.saturation import scales
+
+    result.phase = "saturation"
+    gpu.take("shared", result, job)
+    modules = problem_modules(job)
+    drawn = [[t.distribution for t in job.trials if t.size == i] for i in range(len(modules))]
+    result.varied = scales(lambda i: modules[i], drawn, job.device)
+    sync(job.device)
+
+
 def _prewarm(job_path: Path) -> None:
     """Import what every mode needs (trusted code only, no CUDA context), then wait for the job to be published."""
     import time
@@ -246,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     result = WorkerResult(mode=job.mode)
     mark(result, "main", job)
     handler = {"reference": _reference, "evaluate": candidate.evaluate, "baseline": _baseline,
-               "inductor": _inductor}[job.mode]
+               "inductor": _inductor, "saturation": _saturation}[job.mode]
     try:
         handler(job, result, gpu)
         result.ok, result.phase = True, "done"

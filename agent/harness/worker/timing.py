@@ -242,6 +242,9 @@ class Bench:
         positions run on inputs the reference knows (pool indices from `base`) and come back to be checked.
         """
         t, cfg, counter = self.t, self.cfg, self.t.energy
+        if not self.plan.energy:  # not asked for (agent run measures it with --energy or ranking by it)
+            stats.energy_note = "not measured: not asked for (agent run --energy)"
+            return
         if counter is None:
             stats.energy_note = self.t.energy_note
             return
