@@ -289,6 +289,7 @@ def _judge(ctx: _Ctx, iteration: int, answers: list[tuple[Group, Best | None, An
         if id(g) not in findings:
             found = for_prompt(p.profile, p.timing) if p else []
             findings[id(g)] = found[0].kind if found else None
+    ctx.parts.profiler.prepare([a.text for _, _, a in answers], stages)  # ncu's runs start beside the evaluations
     for i, result in as_finished(ctx.parts.evaluator, [a.text for _, _, a in answers], one_stage):
         g, _, answer = answers[i]
         cand = Candidate(id=ctx.store.candidate_id(ctx.run_id, iteration, first + i), run_id=ctx.run_id,

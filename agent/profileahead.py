@@ -54,6 +54,25 @@ class ProfilesAhead:
             self._owner[key] = candidate_id
             self._done[key] = self._pool.submit(self._run, code, stage, candidate_id)
 
+    def prepare(self, answers: list[str], stages: list[Stage]) -> None:
+        """Let the inner profiler start what profiling these answers' code would need (agent.profilewarm), each
+        distinct code once, in the background: the round's evaluations start meanwhile."""
+        prepare = getattr(self.inner, "prepare", None)
+        if not self.enabled or not callable(prepare):
+            return
+
+        def start() -> None:
+            from agent.harness.static.extract import extract_code
+
+            seen = set()
+            for text, stage in zip(answers, stages):
+                code = extract_code(text)
+                if code is not None and (code, stage.name) not in seen:
+                    seen.add((code, stage.name))
+                    prepare(code, stage)
+
+        threading.Thread(target=start, name="profile-prepare", daemon=True).start()
+
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
         """The profile of `code` at `stage`: the one already run or running, else run now (on this thread)."""
         if not self.enabled:
@@ -80,8 +99,12 @@ class ProfilesAhead:
         return prof
 
     def close(self) -> None:
-        """Drop the profiles not yet started; wait for the one running (its ncu is a child of this process)."""
+        """Drop the profiles not yet started; wait for those running (their ncu is a child of this process); end
+        the inner profiler's runs started early."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+        close = getattr(self.inner, "close", None)
+        if callable(close):
+            close()
 
     def _run(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
         self.started += 1

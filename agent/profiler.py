@@ -28,11 +28,13 @@ agent's loop records it and carries on.
 
 from __future__ import annotations
 
+import codecs
 import logging
 import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +48,7 @@ from agent.schema import Model, ProblemSpec, Profile, Stage
 
 if TYPE_CHECKING:
     from agent.harness.job import WorkerResult
+    from agent.profilewarm import WarmRuns
     from agent.harness.wall.sandbox import SandboxResult
 
 log = logging.getLogger(__name__)
@@ -88,6 +91,8 @@ class ProfileRequest(Model):
         default="base", description="ncu --clock-control: base locks the SM clock to base (repeatable metrics)"
     )
     warmup: int = Field(default=3, description="uncounted calls before the profiled one (JIT compile, autotune)")
+    source_counters: bool = Field(default=True, description="the stage set with ncu's SourceCounters section "
+                                  "(per-instruction counts and warp samples: `agent show --sass`)")
     launches_per_kernel: int = Field(default=PROFILED_LAUNCHES, ge=1, description="launches profiled per kernel of "
                                      "the candidate (their total caps ncu's launch count): a forward of thousands "
                                      "of launches profiles in seconds, not hours")
@@ -119,7 +124,7 @@ def ncu_argv(ncu: Path, req: ProfileRequest, kernels: list[str], report_stem: Pa
         # device attributes are in every report; they are not counters to collect
         extra = [m for m in DIAGNOSIS_METRICS if m not in wanted and not m.startswith("device__")]
         argv += ["--metrics", ",".join([*wanted, *extra]),
-                 "--section", "SourceCounters", "--import-source", "no"]
+                 *(["--section", "SourceCounters"] if req.source_counters else []), "--import-source", "no"]
     return argv + ["-f", "-o", str(report_stem)]
 
 
@@ -129,70 +134,156 @@ def profile(req: ProfileRequest) -> Profile:
     Raises ProfileError (one line) when ncu is missing, lacks counter permission, times out, the candidate
     crashes under it, no kernel was profiled, or the report cannot be read.
     """
-    from agent.harness.job import prepare_job, read_result
-    from agent.harness.runner import run_job
-    from agent.harness.static.policy import kernel_names
-    from agent.ncu import read_report, stage_metric_set
+    run = ProfileRun(req)
+    run.release(req.code, req.out)
+    return run.finish()
 
-    ncu = find_ncu()
-    if ncu is None:
-        raise ProfileError("not_installed", "ncu (Nsight Compute) not found on PATH, in /usr/local/cuda/bin or "
-                           "/opt/nvidia/nsight-compute/*/", hint="install Nsight Compute or put ncu on PATH")
+
+def kernels_of(code: str) -> list[str]:
+    """The candidate's @triton.jit kernel names, which ncu's command line names (a run started early needs them)."""
     from agent.harness.static.parsing import PARSING
+    from agent.harness.static.policy import kernel_names
 
     with PARSING:  # a profile started ahead of need runs beside the round's evaluations
-        kernels = kernel_names(req.code)
-    if not kernels:
-        raise ProfileError("no_kernels", "the candidate defines no @triton.jit kernel to profile")
+        return kernel_names(code)
 
-    if req.gpu_lock is None:  # profile behind this GPU's lock, like every evaluation here (exclusive while counting)
-        from agent.harness.wall.gpulock import lock_path
 
-        req = req.model_copy(update={"gpu_lock": lock_path(_visible_device(req.device))})
-    workdir = Path(tempfile.mkdtemp(prefix="agent-profile-"))
-    try:
-        job_path = prepare_job(workdir, "profile", req.problem, code=req.code, device="cuda", gpu_lock=req.gpu_lock)
-        _set_warmup(job_path, req.warmup)
-        stem = workdir / _REPORT_STEM
-        wrap = ncu_argv(ncu, req, kernels, stem)
+class ProfileRun:
+    """One ncu run of a profile worker, started at once with its job unpublished: ncu and the worker's imports
+    (~7 of a profile's ~12 s on an H200: bench/diag/profile_phases.py) happen before `release` names the code (any
+    code with the same kernel names: ncu's command line names them) and where the report goes; `finish` waits and
+    reads it; `cancel` ends a run never released. Raises ProfileError where ncu or the kernels are missing."""
+
+    def __init__(self, req: ProfileRequest, cap_s: float | None = None) -> None:
+        from agent.harness.job import prepare_job
+        from agent.harness.runner import run_job
+        from agent.harness.wall.sandbox import Deadline
+
+        ncu = find_ncu()
+        if ncu is None:
+            raise ProfileError("not_installed", "ncu (Nsight Compute) not found on PATH, in /usr/local/cuda/bin or "
+                               "/opt/nvidia/nsight-compute/*/", hint="install Nsight Compute or put ncu on PATH")
+        self.kernels = kernels_of(req.code)
+        if not self.kernels:
+            raise ProfileError("no_kernels", "the candidate defines no @triton.jit kernel to profile")
+        if req.gpu_lock is None:  # behind this GPU's lock, like every evaluation here (exclusive while counting)
+            from agent.harness.wall.gpulock import lock_path
+
+            req = req.model_copy(update={"gpu_lock": lock_path(_visible_device(req.device))})
+        self.req = req
+        self.workdir = Path(tempfile.mkdtemp(prefix="agent-profile-"))
+        self.job_path = prepare_job(self.workdir, "profile", req.problem, code=req.code, device="cuda",
+                                    gpu_lock=req.gpu_lock, publish=False)
+        _set_warmup(self.job_path, req.warmup)
+        self.stem = self.workdir / _REPORT_STEM
+        wrap = ncu_argv(ncu, req, self.kernels, self.stem)
         log.debug("profiling: %s", " ".join(wrap))
-        started = time.monotonic()
-        res = run_job(workdir, job_path, "cuda", req.timeout_s, None, list(req.hide), req.gpu_lock, wrap=wrap,
-                      env={"CUDA_VISIBLE_DEVICES": _visible_device(req.device)}, output_limit_bytes=8 << 20)
-        wall = time.monotonic() - started
-        result = read_result(workdir / "result.json")
-        report = stem.with_name(stem.name + ".ncu-rep")
+        self.deadline = Deadline()
+        self.started = time.monotonic()
+        self._res: SandboxResult | None = None
+        self._error: BaseException | None = None
+        self._ended = 0.0
 
-        failure = _failure(req, kernels, res, result, report)
-        if failure is not None:
-            raise failure
+        def run() -> None:
+            try:  # cap_s bounds a run nobody releases; the profile's own limit starts at release
+                self._res = run_job(self.workdir, self.job_path, "cuda", cap_s or req.timeout_s, None, list(req.hide),
+                                    req.gpu_lock, self.deadline, wrap=wrap,
+                                    env={"CUDA_VISIBLE_DEVICES": _visible_device(req.device)},
+                                    output_limit_bytes=8 << 20)
+            except BaseException as e:  # a sandbox that cannot be built: raised again in finish()
+                self._error = e
+            self._ended = time.monotonic()
 
+        self._thread = threading.Thread(target=run, name="agent-profile", daemon=True)
+        self._thread.start()
+
+    def alive(self) -> bool:
+        """Whether the run still waits for (or works on) its job."""
+        return self._thread.is_alive()
+
+    def release(self, code: str, out: Path) -> None:
+        """Profile `code` (with this run's kernel names) into `out`: hand the worker its candidate and its job."""
+        from agent.harness.job import CANDIDATE_FILE, publish_job
+        from agent.harness.wall.sandbox import hand_over
+
+        if code != self.req.code:
+            (self.workdir / CANDIDATE_FILE).write_bytes(codecs.BOM_UTF8 + code.encode("utf-8"))
+        self.req = self.req.model_copy(update={"code": code, "out": out})
+        hand_over(self.workdir)
+        self.deadline.arm(self.req.timeout_s)
+        publish_job(self.job_path)
+
+    def cancel(self) -> None:
+        """End a run never released (its worker waits for a job that will not come)."""
+        self.deadline.cancel()
+        self._thread.join()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def finish(self) -> Profile:
+        """Wait for the released run and read its report (ProfileError where it failed)."""
+        from agent.harness.job import read_result
+        from agent.ncu import read_report, stage_metric_set
+
+        req, workdir = self.req, self.workdir
         try:
-            req.out.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(report), req.out)
-        except OSError as e:
-            raise ProfileError("failed", f"cannot save the report as {req.out}: {e.strerror or e}") from e
-        try:
-            # the stage's metrics, and what the diagnosis reads beyond them where the report has it (the full set)
-            from agent.diagnosis import DIAGNOSIS_METRICS
+            self._thread.join()
+            if self._error is not None:
+                raise self._error
+            assert self._res is not None
+            res, ended = self._res, self._ended
+            wall = ended - self.started
+            result = read_result(workdir / "result.json")
+            report = self.stem.with_name(self.stem.name + ".ncu-rep")
+            failure = _failure(req, self.kernels, res, result, report)
+            if failure is not None:
+                raise failure
+            try:
+                req.out.parent.mkdir(parents=True, exist_ok=True)
+                shutil.move(str(report), req.out)
+            except OSError as e:
+                raise ProfileError("failed", f"cannot save the report as {req.out}: {e.strerror or e}") from e
+            try:
+                # the stage's metrics, and what the diagnosis reads beyond them where the report has it (full set)
+                from agent.diagnosis import DIAGNOSIS_METRICS
 
-            wanted = stage_metric_set(req.stage)
-            prof = read_report(req.out, [*wanted, *(m for m in DIAGNOSIS_METRICS if m not in wanted)])
-        except UserError as e:
-            raise ProfileError("no_report", e.message, e.hint) from e
-        # ncu was told to profile the candidate's kernels by exact name: another name means a report the candidate
-        # wrote itself, and names reach the next prompt (the metrics block, the diagnosis): keep only its own.
-        foreign = [name for name in prof.kernels if name not in kernels]
-        for name in foreign:
-            del prof.kernels[name]
-        if not prof.kernels:
-            raise ProfileError("no_kernels", f"the report holds none of the candidate's kernels ({', '.join(kernels)}),"
-                               f" only {', '.join(foreign)[:200]}")
-        prof.metric_set, prof.wall_s = req.metric_set, round(wall, 3)
-        req.out.with_suffix(".json").write_text(prof.model_dump_json(indent=2))
-        return prof
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+                wanted = stage_metric_set(req.stage)
+                prof = read_report(req.out, [*wanted, *(m for m in DIAGNOSIS_METRICS if m not in wanted)])
+            except UserError as e:
+                raise ProfileError("no_report", e.message, e.hint) from e
+            # ncu was told to profile the candidate's kernels by exact name: another name means a report the
+            # candidate wrote itself, and names reach the next prompt (the metrics, the diagnosis): keep its own.
+            foreign = [name for name in prof.kernels if name not in self.kernels]
+            for name in foreign:
+                del prof.kernels[name]
+            if not prof.kernels:
+                raise ProfileError("no_kernels", f"the report holds none of the candidate's kernels "
+                                   f"({', '.join(self.kernels)}), only {', '.join(foreign)[:200]}")
+            prof.metric_set, prof.wall_s = req.metric_set, round(wall, 3)
+            prof.phases = profile_phases(self.started, result.marks if result else {}, ended, time.monotonic())
+            req.out.with_suffix(".json").write_text(prof.model_dump_json(indent=2))
+            return prof
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+# The profile worker's marks (agent.harness.worker.candidate.profile), in order, each ending the phase named beside it.
+_MARKS = (("main", "start"), ("imported", "imports"), ("first", "compile"), ("locked", "gpu wait"),
+          ("profiled", "replays"))
+
+
+def profile_phases(started: float, marks: dict[str, float], exited: float, read: float) -> dict[str, float]:
+    """Seconds per phase of one profiling run: ncu's and Python's start, the imports, the first call (compiling),
+    waiting for the GPU alone, the warm-up and profiled calls with ncu's replays, then ncu writing its report
+    (`exit`) and this process reading it (`read`). Marks are clamped into the run (they are the worker's word)."""
+    out, at = {}, started
+    for mark, name in _MARKS:
+        if mark in marks:
+            t = min(max(marks[mark], at), exited)
+            out[name] = round(t - at, 3)
+            at = t
+    out["exit"] = round(exited - at, 3)
+    out["read"] = round(read - exited, 3)
+    return out
 
 
 def _failure(req: ProfileRequest, kernels: list[str], res: SandboxResult, result: WorkerResult | None,
@@ -222,11 +313,12 @@ def _failure(req: ProfileRequest, kernels: list[str], res: SandboxResult, result
 
 
 def _set_warmup(job_path: Path, warmup: int) -> None:
-    from agent.harness.job import WorkerJob, write_job
+    """The profile's warm-up and range in its job, still unpublished (job.json.tmp: ProfileRun.release names it)."""
+    from agent.harness.job import JOB_FILE, WorkerJob, write_job
 
-    job = WorkerJob.model_validate_json(job_path.read_text())
+    job = WorkerJob.model_validate_json(job_path.with_name(JOB_FILE + ".tmp").read_text())
     job.profile_warmup, job.nvtx_range = warmup, NVTX_RANGE
-    write_job(job_path.parent, job)
+    write_job(job_path.parent, job, publish=False)
 
 
 def _visible_device(index: int) -> str:
@@ -257,28 +349,54 @@ def _ncu_error(text: str) -> str | None:
 
 class NcuProfiler:
     """agent.protocols.Profiler here: a new best profiled with ncu into profiles/<run>/<candidate>.ncu-rep; None where
-    ncu cannot run (CPU mode, no ncu, no permission), the reason shown through `on_error` and logged."""
+    ncu cannot run (CPU mode, no ncu, no permission), the reason shown through `on_error` and logged. `warm`: profile
+    runs started before their code is known (agent.profilewarm), used where one waits for the code's kernel names."""
 
     def __init__(self, problem: ProblemSpec, out: Callable[[str], Path], device: str,
                  metric_set: Literal["stage", "full"] = "stage", timeout_s: float = 600.0,
-                 on_error: Callable[[str], None] | None = None, hide: list[Path] | None = None) -> None:
+                 on_error: Callable[[str], None] | None = None, hide: list[Path] | None = None,
+                 warm: WarmRuns | None = None) -> None:
         self.problem, self.out, self.device, self.metric_set, self.timeout_s = problem, out, device, metric_set, timeout_s
         self.on_error = on_error or (lambda msg: None)
         self.hide = hide or []
+        self.warm = warm
 
     @property
     def enabled(self) -> bool:
         return self.device == "cuda"
 
+    def request(self, code: str, stage: Stage, candidate_id: str) -> ProfileRequest:
+        return ProfileRequest(code=code, problem=self.problem, stage=stage, metric_set=self.metric_set,
+                              out=self.out(candidate_id), timeout_s=self.timeout_s, hide=self.hide)
+
+    def prepare(self, code: str, stage: Stage) -> None:
+        """Start a profile run for code like this one (its kernel names), to be used when one is asked for."""
+        if self.device == "cuda" and self.warm is not None:
+            self.warm.start(self.request(code, stage, "next"))
+
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
         if self.device != "cuda":
             return None  # CPU mode: there is no GPU to count
+        req = self.request(code, stage, candidate_id)
         try:
-            return profile(ProfileRequest(code=code, problem=self.problem, stage=stage,
-                                          metric_set=self.metric_set,
-                                          out=self.out(candidate_id), timeout_s=self.timeout_s, hide=self.hide))
+            run = self.warm.take(code, stage.name) if self.warm is not None else None
+            if run is None:
+                return profile(req)
+            try:
+                run.release(code, req.out)
+            except OSError as e:  # its workdir went: profile from a fresh start
+                log.debug("a profile run started early could not take %s: %s", candidate_id, e)
+                run.cancel()
+                return profile(req)
+            return run.finish()
         except ProfileError as e:  # the loop goes on without metrics; the reason is shown and logged
             log.warning("profiling %s failed: %s", candidate_id, e)
             self.on_error(f"profiling {candidate_id} failed: {e}")
             return None
+        finally:
+            self.prepare(code, stage)  # the next of its kind starts warm
+
+    def close(self) -> None:
+        if self.warm is not None:
+            self.warm.close()
 

@@ -85,6 +85,11 @@ class Profiles(Profiler, Protocol):
 
     def ahead(self, code: str, stage: Stage, candidate_id: str) -> None: ...
 
+    def prepare(self, answers: list[str], stages: list[Stage]) -> None:
+        """A round's answers are about to be judged (one stage each): whatever a profile of them would need may start
+        now (agent.profilewarm: ncu's runs, waiting for their code)."""
+        ...
+
 
 class Progress(Protocol):
     """What the loop is doing: an iteration begins, a phase of it (proposing, evaluating, profiling) begins, a

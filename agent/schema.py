@@ -342,6 +342,8 @@ class Profile(Model):
     kernels: dict[str, KernelProfile] = Field(default_factory=dict)
     bottleneck: Bottleneck | None = None
     wall_s: float = 0.0
+    phases: dict[str, float] = Field(default_factory=dict, description="seconds of the profiling run by phase "
+                                     "(agent.profiler.profile_phases): where a profile's time goes")
 
     def table(self) -> MetricTable:
         """The prompt-shaped {kernel: {metric: value}} view."""

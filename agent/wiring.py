@@ -188,8 +188,11 @@ def _local(a: Assembly) -> tuple[Evaluator, Profiler]:
     from agent.harness.evaluator import LocalEvaluator
     from agent.profiler import NcuProfiler
 
+    from agent.profilewarm import WarmRuns
+
     evaluator = LocalEvaluator(_requests(a), prestart=True)
-    return evaluator, NcuProfiler(a.problem, _profile_path(a), a.config.device, on_error=a.say, hide=[a.store.root])
+    return evaluator, NcuProfiler(a.problem, _profile_path(a), a.config.device, on_error=a.say, hide=[a.store.root],
+                                  warm=WarmRuns())
 
 
 def _pool(a: Assembly) -> tuple[Evaluator, Profiler]:

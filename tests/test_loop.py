@@ -136,6 +136,9 @@ class FixedProfiler:
     def ahead(self, code: str, stage: Stage, candidate_id: str) -> None:
         self.asked_ahead = [*getattr(self, "asked_ahead", []), candidate_id]
 
+    def prepare(self, answers: list[str], stages: list[Stage]) -> None:
+        self.prepared = [*getattr(self, "prepared", []), len(answers)]
+
     def profile(self, code: str, stage: Stage, candidate_id: str) -> Profile | None:
         self.calls.append(candidate_id)
         return self.result
@@ -789,3 +792,4 @@ def test_a_profile_is_asked_ahead_as_a_candidate_that_will_need_it_lands(store, 
 
     assert profiler.asked_ahead == [cid(run_id, 0, 0)] + [cid(run_id, 1, 1 + names.index(n)) for n in ahead]
     assert cid(run_id, 1, 3) in profiler.calls  # the new best, profiled: what was asked ahead is what is used
+    assert profiler.prepared == [1, 4]  # each round's answers, before they were judged (agent.profilewarm)

@@ -40,6 +40,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 argv = sys.argv[1:]
 o = argv.index("-o")
 stem, app = argv[o + 1], argv[o + 2:]
+{before}
+while not os.path.exists(app[-1]):  # a run started early: its worker waits for the job (agent.profiler.ProfileRun)
+    time.sleep(0.01)
 job = json.load(open(app[-1]))
 
 def worker_ok():
@@ -60,13 +63,14 @@ def fake_ncu(monkeypatch):
     made: list[Path] = []
     base = "/var/tmp" if os.path.isdir("/var/tmp") and os.access("/var/tmp", os.W_OK) else None
 
-    def make(body: str) -> Path:
+    def make(body: str, before: str = "") -> Path:
         d = Path(tempfile.mkdtemp(prefix="agent-fake-ncu-", dir=base))
         made.append(d)
         for f in (STAGE_REPORT, FULL_REPORT):
             shutil.copyfile(f, d / f.name)
         script = d / "ncu"
-        script.write_text(f"#!{sys.executable}\n{_PRELUDE}\n{textwrap.dedent(body)}\n")
+        prelude = _PRELUDE.replace("{before}", textwrap.dedent(before))  # `before`: what runs before the job exists
+        script.write_text(f"#!{sys.executable}\n{prelude}\n{textwrap.dedent(body)}\n")
         script.chmod(0o755)
         d.chmod(0o755)
         monkeypatch.setenv("PATH", f"{d}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -115,6 +119,26 @@ def test_profiles_the_candidates_kernels_in_the_nvtx_range_and_saves_report_and_
     app = argv[argv.index("-o") + 2:]
     assert app[1:3] == ["-m", "agent.harness.worker.main"]
     assert app[-1].endswith("job.json")
+
+
+def test_a_profile_says_where_its_time_went_from_the_workers_marks(tmp_path, fake_ncu):
+    """Phases as the profile worker marks them: start (ncu and Python), imports, compile (the first call), gpu wait
+    (the GPU alone: shared until then), replays (warm-up and the profiled call under ncu), exit (ncu's report), read."""
+    fake_ncu("""
+        t = time.monotonic()
+        time.sleep(0.3)
+        marks = {"main": t + 0.05, "imported": t + 0.1, "first": t + 0.15, "locked": t + 0.2, "profiled": t + 0.25}
+        with open(job["result_path"], "w") as f:
+            json.dump({"mode": "profile", "ok": True, "phase": "done", "marks": marks}, f)
+        report(os.path.join(HERE, "seed_h100_metrics.ncu-rep"))
+        """)
+    prof = profile(request(tmp_path))
+    assert list(prof.phases) == ["start", "imports", "compile", "gpu wait", "replays", "exit", "read"]
+    assert all(abs(prof.phases[k] - 0.05) < 0.02 for k in ("imports", "compile", "gpu wait", "replays"))
+    assert prof.phases["exit"] >= 0.05 and sum(v for k, v in prof.phases.items() if k != "read") == \
+        pytest.approx(prof.wall_s, abs=0.01)
+    saved = json.loads(prof.model_dump_json())
+    assert saved["phases"] == prof.phases
 
 
 def test_a_report_of_kernels_the_candidate_does_not_define_is_refused(tmp_path, fake_ncu):

@@ -59,6 +59,9 @@ class NoProfiler:
     def ahead(self, code: str, stage: Stage, candidate_id: str) -> None:
         self.asked_ahead = [*getattr(self, "asked_ahead", []), candidate_id]
 
+    def prepare(self, answers: list[str], stages: list[Stage]) -> None:
+        self.prepared = [*getattr(self, "prepared", []), len(answers)]
+
     def profile(self, code: str, stage: Stage, candidate_id: str) -> None:
         return None
 

@@ -344,7 +344,9 @@ def profile(job: WorkerJob, gpu: Gpu) -> int:
     candidates may build and validate beside it, as theirs do beside each other) and exclusive from the second
     warm-up call on: ncu's replays, and the clocks it locks for them, then have the GPU alone, and several profiles
     overlap everything but their replays."""
-    phase = "build"
+    import time
+
+    phase, marks = "build", {"main": time.monotonic()}
     try:
         with capped_output():
             import torch
@@ -367,11 +369,14 @@ def profile(job: WorkerJob, gpu: Gpu) -> int:
             restore_speed_flags(defaults)
             copy_matching_weights(state, model)
             _, inputs = timed_base(job, modules)
+            marks["imported"] = time.monotonic()
             phase = "run"
             with torch.no_grad():
                 model(*inputs)  # compiles (and autotunes) its kernels
                 sync(job.device)
+                marks["first"] = time.monotonic()
                 gpu.take("exclusive")
+                marks["locked"] = time.monotonic()
                 for _ in range(max(0, job.profile_warmup - 1)):
                     model(*inputs)
                 sync(job.device)
@@ -381,7 +386,8 @@ def profile(job: WorkerJob, gpu: Gpu) -> int:
                 sync(job.device)
                 if job.device == "cuda":
                     torch.cuda.nvtx.range_pop()
-            write_result(WorkerResult(mode="profile", ok=True, phase="done"), job)
+            marks["profiled"] = time.monotonic()
+            write_result(WorkerResult(mode="profile", ok=True, phase="done", marks=marks), job)
             return 0
     except BaseException as e:
         err = describe_error(e, phase, job)
