@@ -63,10 +63,12 @@ class ProfilesAhead:
 
         def start() -> None:
             from agent.harness.static.extract import extract_code
+            from agent.harness.static.parsing import PARSING
 
             seen = set()
             for text, stage in zip(answers, stages):
-                code = extract_code(text)
+                with PARSING:  # beside the round's static checks (CPython 3.11's shared AST depth)
+                    code = extract_code(text)
                 if code is not None and (code, stage.name) not in seen:
                     seen.add((code, stage.name))
                     prepare(code, stage)

@@ -136,3 +136,33 @@ def test_profiles_asked_ahead_run_together_so_the_last_asked_does_not_wait_behin
     one.profile("code 2", stage, "d2")
     assert time.monotonic() - t0 > SLOW * 2.5  # the queue it replaces
     one.close()
+
+
+def test_a_rounds_answers_are_handed_to_the_inner_profiler_to_prepare_each_code_once(out):
+    """agent.profilewarm's runs start as the round's evaluations do: the code extracted from each answer, once per
+    distinct code and stage, in the background."""
+    prepared: list[tuple[str, str]] = []
+    done = threading.Event()
+
+    class Preparing(SlowProfiler):
+        def prepare(self, code: str, stage: Stage) -> None:
+            prepared.append((code.strip(), stage.name))
+            if len(prepared) == 2:
+                done.set()
+
+    profiles = ProfilesAhead(Preparing(out), out)
+    stage = get_stage("memory-fusion")
+    a = "import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass"
+    b = a.replace("pass", "x = 2")
+    answers = [f"```python\n{a}\n```", a + "\n", f"text, then\n```python\n{b}\n```", "no code at all"]
+    profiles.prepare(answers, [stage] * 4)
+    assert done.wait(5)
+    time.sleep(0.1)
+    assert prepared == [(a, "memory-fusion"), (b, "memory-fusion")]
+    profiles.close()
+    off = ProfilesAhead(Preparing(out, enabled=False), out)
+    prepared.clear()
+    off.prepare(answers, [stage] * 4)
+    time.sleep(0.2)
+    assert prepared == []  # no GPU to profile on: nothing starts
+    off.close()

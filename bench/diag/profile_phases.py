@@ -4,7 +4,8 @@ On the GPU: `python bench/diag/profile_phases.py` profiles gap44's starting kern
 best (agent.profiler.profile, the loop's stage set) one at a time, then three at once (agent.profileahead runs up
 to three: each shares the GPU's lock until its replays), then once without ncu's SourceCounters section. Prints
 each profile's phases (agent.profiler.profile_phases: start, imports, compile, gpu wait, replays, exit, read) and
-the walls; writes $OUT/profile_phases.json.
+the walls; then one started early (agent.profilewarm) and released 12 s later: the seconds from its release.
+Writes $OUT/profile_phases.json.
 """
 
 from __future__ import annotations
@@ -49,6 +50,23 @@ def main() -> int:
     together = time.monotonic() - t0
     print(f"three at once: {together:.2f} s in all", flush=True)
     rows.append(one("no SourceCounters", "offline best", 0, source_counters=False))
+    # started early (agent.profilewarm): the run waits for its code while the round is judged, then costs the rest
+    from agent.profilewarm import WarmRuns
+
+    warm = WarmRuns()
+    warm.start(ProfileRequest(code=codes["offline best"], problem=problem, stage=stage, out=work / "early.ncu-rep",
+                              timeout_s=300))
+    time.sleep(12)  # a round's evaluations
+    run = warm.take(codes["offline best"] + "\n", stage.name)
+    assert run is not None, "the run started early ended before its code came"
+    t0 = time.monotonic()
+    run.release(codes["offline best"] + "\n", work / "early.ncu-rep")
+    prof = run.finish()
+    rows.append({"run": "started early", "code": "offline best", "wall_s": round(time.monotonic() - t0, 2),
+                 "phases": prof.phases})
+    print(f"{'started early':24s} {'offline best':14s} {rows[-1]['wall_s']:6.2f} s from its release  {prof.phases}",
+          flush=True)
+    warm.close()
     (OUT / "profile_phases.json").write_text(json.dumps({"rows": rows, "three_at_once_s": round(together, 2)},
                                                         indent=1))
     return 0
