@@ -6,8 +6,9 @@
 #   kb              bench/checks/manifest_verdicts.py --time, every case judged at a KernelBench look-alike
 #   other           the same for the cases at the other built-in and manifest problems (not gap44, not kb_*)
 #   gap44:K/N       the same for the K-th of N parts of the gap44 cases (219 of them: one part of 3 per call)
-#   rest:K/N        every problem but gap44, the K-th of N groups of problems, verdicts only (no timing): 3 groups
-#                   fit a call each (10 of their 42 answers took 450 s in one call on an H200)
+#   rest:K/N        every problem but gap44, the K-th of N groups of problems, verdicts only (no timing). On a
+#                   4-GPU machine all four groups at once, one GPU each, took 199 s (BENCHMARKS §20):
+#                     for k in 1 2 3 4; do CUDA_VISIBLE_DEVICES=$((k-1)) OUT=$OUT/g$k bash $0 rest:$k/4 & done; wait
 #   window          bench/suite/window_families.sh: the offline window families against eager and torch.compile
 # Usage (GPU machine, repo root, wheels installed to /opt/site): bash bench/checks/on_gpu.sh [CHECK ...]
 #   default: probes kb other. Give each long check its own call: kb's seven problems each time their baselines at full
