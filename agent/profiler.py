@@ -24,6 +24,9 @@ Speed decisions use the harness's timing, never ncu's duration. `none` profiles 
 
 Every failure is a ProfileError (a UserError): one line saying what went wrong, a hint where one helps; the
 agent's loop records it and carries on.
+
+Over 400 lines: ncu's command line, one run's life (started early, released, finished: ProfileRun) and the reading
+of how it failed belong together; the pool of runs started early is agent.profilewarm.
 """
 
 from __future__ import annotations
