@@ -395,6 +395,9 @@ class NcuProfiler:
         except ProfileError as e:  # the loop goes on without metrics; the reason is shown and logged
             log.warning("profiling %s failed: %s", candidate_id, e)
             self.on_error(f"profiling {candidate_id} failed: {e}")
+            if e.kind in ("not_installed", "permission") and self.warm is not None:
+                self.warm.close()  # every run would fail the same way: start none ahead
+                self.warm = None
             return None
         finally:
             self.prepare(code, stage)  # the next of its kind starts warm

@@ -85,3 +85,20 @@ def test_the_profiler_uses_a_waiting_run_and_starts_the_next_of_its_kind(tmp_pat
     assert (tmp_path / "profiles" / "c1.ncu-rep").is_file()
     profiler.close()
     assert os.path.exists(tmp_path / "profiles" / "c1.json")
+
+
+def test_where_ncu_cannot_count_no_run_is_started_ahead_again(tmp_path, fake_ncu):
+    """Without permission to read the counters every profile fails alike: the runs waiting are ended and none
+    starts again (each would import torch under ncu for nothing)."""
+    fake_ncu('print("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission"); sys.exit(1)')
+    problem = load_problem("gap44")
+    said: list[str] = []
+    warm = WarmRuns()
+    profiler = NcuProfiler(problem, lambda cid: tmp_path / f"{cid}.ncu-rep", "cuda", timeout_s=60,
+                           on_error=said.append, warm=warm)
+    profiler.prepare(SEED, STAGE)
+    assert warm.started == 1
+    assert profiler.profile(SEED, STAGE, "c0") is None and "permission" in said[0]
+    assert profiler.warm is None and warm.take(SEED, STAGE.name) is None
+    profiler.prepare(SEED, STAGE)
+    assert warm.started == 1  # nothing more
