@@ -22,6 +22,8 @@ TRITON_INTERPRET=1. Each fix gives a kernel no reach it lacks on the GPU: the sa
   "tf32x3"; the interpreter multiplies in full fp32 whatever it asked. An answer whose default-precision dot loses
   5e-4 against the fp32 tolerance was judged correct in CPU mode (13 public answers) and would fail on the GPU. Its
   operands are rounded to TF32 as the GPU's conversion does (cvt.rna.tf32.f32: to nearest, ties away from zero).
+- Speed: a jit helper's every call re-patched triton.language (inspect over whole modules) though the launch around
+  it had; the repeat is skipped where nothing is left to patch (`_patched_once`).
 - The driver: Triton's tutorials begin `DEVICE = triton.runtime.driver.active.get_active_torch_device()`; without a
   GPU no driver is active and that raises. The interpreter computes on the CPU, so where no driver is active the
   queries a kernel module may use (policy.toml's triton_api) answer for the CPU: a kernel's data lives there.
@@ -47,6 +49,34 @@ def install() -> None:
     _dot_precision()
     _driver()
     _synchronize()
+    _patched_once()
+
+
+def _patched_once() -> None:
+    """Speed, not meaning: every call of a jit helper from a kernel makes the interpreter patch triton.language
+    again (`_patch_lang`: inspect.getmembers over each language module, its tensor class and math), which finds
+    every builtin already patched by the launch around it and changes nothing; for a kernel calling a helper in a
+    loop that was a third of CPU mode's time. Where every language module the function sees is patched already (its
+    `arange` is no longer the builtin), the repeat is skipped; a module not yet patched (a helper that reads tl.core
+    where its kernel read tl) is patched as before."""
+    import inspect
+
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    original = getattr(interpreter, "_patch_lang", None)
+    scope = getattr(interpreter, "_LangPatchScope", None)
+    if original is None or scope is None or getattr(original, "_agent_once", False):
+        return  # another Triton: its interpreter as it is
+
+    def patch_lang(fn: Any) -> Any:
+        langs = [v for v in fn.__globals__.values() if inspect.ismodule(v) and v in (tl, tl.core)]
+        if langs and not any(tl.core.is_builtin(getattr(lang, "arange", None)) for lang in langs):
+            return scope()  # nothing to patch, nothing to restore
+        return original(fn)
+
+    patch_lang._agent_once = True  # type: ignore[attr-defined]
+    interpreter._patch_lang = patch_lang
 
 
 def _closures() -> None:
