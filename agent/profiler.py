@@ -31,7 +31,6 @@ of how it failed belong together; the pool of runs started early is agent.profil
 
 from __future__ import annotations
 
-import codecs
 import logging
 import os
 import re
@@ -206,11 +205,11 @@ class ProfileRun:
 
     def release(self, code: str, out: Path) -> None:
         """Profile `code` (with this run's kernel names) into `out`: hand the worker its candidate and its job."""
-        from agent.harness.job import CANDIDATE_FILE, publish_job
+        from agent.harness.job import publish_job, write_candidate
         from agent.harness.wall.sandbox import hand_over
 
         if code != self.req.code:
-            (self.workdir / CANDIDATE_FILE).write_bytes(codecs.BOM_UTF8 + code.encode("utf-8"))
+            write_candidate(self.workdir, code)
         self.req = self.req.model_copy(update={"code": code, "out": out})
         hand_over(self.workdir)
         self.deadline.arm(self.req.timeout_s)
@@ -278,12 +277,9 @@ def profile_phases(started: float, marks: dict[str, float], exited: float, read:
     """Seconds per phase of one profiling run: ncu's and Python's start, the imports, the first call (compiling),
     waiting for the GPU alone, the warm-up and profiled calls with ncu's replays, then ncu writing its report
     (`exit`) and this process reading it (`read`). Marks are clamped into the run (they are the worker's word)."""
-    out, at = {}, started
-    for mark, name in _MARKS:
-        if mark in marks:
-            t = min(max(marks[mark], at), exited)
-            out[name] = round(t - at, 3)
-            at = t
+    from agent.harness.pipeline import marked_spans
+
+    out, at = marked_spans(_MARKS, marks, started, exited)
     out["exit"] = round(exited - at, 3)
     out["read"] = round(read - exited, 3)
     return out

@@ -187,7 +187,6 @@ def _profile_path(a: Assembly) -> Callable[[str], Path]:
 def _local(a: Assembly) -> tuple[Evaluator, Profiler]:
     from agent.harness.evaluator import LocalEvaluator
     from agent.profiler import NcuProfiler
-
     from agent.profilewarm import WarmRuns
 
     evaluator = LocalEvaluator(_requests(a), prestart=True)

@@ -38,8 +38,9 @@ class RoundRequests(Model):
         the round's, or one per source."""
         stages = stage if isinstance(stage, list) else [stage] * len(sources)
         return [EvalRequest(source=s, problem=self.problem, stage=st, device=self.device, timeout_s=self.timeout_s,
-                            objective=self.objective, precision=self.precision, energy=self.energy, cache_dir=self.cache_dir, seed=round_seed(self.seed, round_),
-                            hide=self.hide, bandwidth_gbs=self.bandwidth_gbs, gpu_lock=self.gpu_lock)
+                            objective=self.objective, precision=self.precision, energy=self.energy,
+                            cache_dir=self.cache_dir, seed=round_seed(self.seed, round_), hide=self.hide,
+                            bandwidth_gbs=self.bandwidth_gbs, gpu_lock=self.gpu_lock)
                 for s, st in zip(sources, stages, strict=True)]
 
 

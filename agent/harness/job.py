@@ -384,12 +384,7 @@ def prepare_job(
     workdir.mkdir(parents=True, exist_ok=True)
     problem_copy = workdir / PROBLEM_FILE
     shutil.copyfile(problem.path, problem_copy)
-    candidate = None
-    if code is not None:
-        candidate = workdir / CANDIDATE_FILE
-        # UTF-8 with its byte-order mark: the interpreter (and Triton's inspect.getsource) then decodes the file as
-        # the text the static check read, whatever coding declaration it carries (another is a SyntaxError)
-        candidate.write_bytes(codecs.BOM_UTF8 + code.encode("utf-8"))
+    candidate = write_candidate(workdir, code) if code is not None else None
     outputs = workdir / "outputs"
     outputs.mkdir(exist_ok=True)
     sizes = sizes if sizes is not None else (problem.sizes if device == "cuda" else problem.cpu_sizes)
@@ -409,6 +404,15 @@ def prepare_job(
         ablate=ablate,
     )
     return write_job(workdir, job, publish)
+
+
+def write_candidate(workdir: Path, code: str) -> Path:
+    """The candidate's file in a workdir: UTF-8 with its byte-order mark, so the interpreter (and Triton's
+    inspect.getsource) decodes it as the text the static check read, whatever coding declaration it carries (another
+    is a SyntaxError)."""
+    path = workdir / CANDIDATE_FILE
+    path.write_bytes(codecs.BOM_UTF8 + code.encode("utf-8"))
+    return path
 
 
 def worker_env(device: Device) -> dict[str, str]:

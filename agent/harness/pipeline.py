@@ -262,19 +262,27 @@ def _last_phase(res: WorkerResult | None) -> str:
 _WAITS = {"shared": "imports", "exclusive": "timing"}
 
 
+def marked_spans(order: tuple[tuple[str, str], ...], marks: dict[str, float], start: float,
+                 end: float) -> tuple[dict[str, float], float]:
+    """Seconds between a worker's marks (`order`: each mark and the phase it ends), each clamped into [start, end]
+    (a worker's marks are its word, used for figures only), and the time of the last one found."""
+    out, at = {}, start
+    for mark, name in order:
+        if mark in marks:
+            t = min(max(marks[mark], at), end)
+            out[name] = round(t - at, 3)
+            at = t
+    return out, at
+
+
 def phases(static_s: float, before_s: float, spawned: float, exited: float, marks: dict[str, float], truth_s: float,
            judge_s: float, last: str = "exit", waits: dict[str, float] | None = None) -> dict[str, float]:
     """Seconds per phase of one evaluation, in order. The worker's marks are clamped into its lifetime (they are its
     word, used for figures only); the time after its last mark goes to `last`: `exit` for a worker that finished,
     else the phase it was in when it ended (a hang's seconds show where it hung). Waits for the GPU's lock (other
     candidates' GPU work) are taken out of their phase and shown as `gpu wait`."""
-    out = {"checks": round(static_s, 3), "prepare": round(before_s, 3)}
-    at = spawned
-    for mark, name in _MARKS:
-        if mark in marks:
-            t = min(max(marks[mark], at), exited)
-            out[name] = round(t - at, 3)
-            at = t
+    spans, at = marked_spans(_MARKS, marks, spawned, exited)
+    out = {"checks": round(static_s, 3), "prepare": round(before_s, 3), **spans}
     out[last] = round(out.get(last, 0.0) + exited - at, 3)
     waited = 0.0
     for kind, seconds in (waits or {}).items():
@@ -365,7 +373,8 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             results[i] = static
             final(i)
             continue
-        key = (req.problem.path, device, req.seed, req.time_it, req.cache_dir, req.precision == "kernelbench", req.energy)
+        key = (req.problem.path, device, req.seed, req.time_it, req.cache_dir, req.precision == "kernelbench",
+               req.energy)
         if key not in plans:  # one plan per problem/seed/device: the round's candidates share one truth
             seed = salted(req.seed, req.cache_dir)
             # the inputs' seeds are not the weights': ModelNew's __init__ runs under the weights' seed and could

@@ -86,7 +86,8 @@ class Shared:
         in a worker on the GPU at its full sizes (and kept on disk beside the truths: it is the problem's, not the
         round's)."""
         name = entry_name(f"{problem.name}-varied", problem.path.read_bytes(), device,
-                          json.dumps([s.model_dump() for s in sizes], sort_keys=True), json.dumps(distributions))
+                          json.dumps([s.model_dump() for s in sizes], sort_keys=True), json.dumps(distributions),
+                          self._fingerprint(device) if device == "cuda" else "")  # on disk: this GPU and harness
         with self._lock:
             if name in self._varied:
                 return self._varied[name]
