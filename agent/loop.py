@@ -209,12 +209,27 @@ def _plan(ctx: _Ctx, search: SearchState, best: Best | None, stage: Stage, k: in
     planned again."""
     while True:
         groups = search.plan(k, best.candidate if best else None, stage.name, ctx.task.policy.own_stages)
-        if ctx.config.search == "greedy" or all(_profiled(ctx, search, g.parent) for g in groups if g.parent):
+        if ctx.config.search == "greedy":
+            break
+        parents = list(dict.fromkeys(g.parent for g in groups if g.parent))
+        _profile_together(ctx, search, parents)
+        if all(_profiled(ctx, search, p) for p in parents):
             break
     memory = lines(search.remembered(before=iteration), ctx.run_id) if ctx.config.memory else []
     return [g.model_copy(update={"prompt": iteration_prompt(
         get_stage(g.stage), ctx.gpu, ctx.problem, best_from_store(ctx.store, g.parent, ctx.objective), last_results,
         ctx.config.diagnosis, memory, ctx.config.precision)}) for g in groups]
+
+
+def _profile_together(ctx: _Ctx, search: SearchState, parents: list[str]) -> None:
+    """Start every unprofiled parent's profile now, side by side (only ncu's replays hold the GPU alone): waiting for
+    them one after another cost a round ~10 s per parent that had landed too late to be profiled ahead."""
+    if not ctx.parts.profiler.enabled:
+        return
+    for candidate in parents:
+        parent = best_from_store(ctx.store, candidate, ctx.objective)
+        if parent is not None and parent.profile is None and candidate not in search.profiled:
+            ctx.parts.profiler.ahead(parent.code, get_stage(search.nodes[candidate].stage), candidate)
 
 
 def _profiled(ctx: _Ctx, search: SearchState, candidate: str) -> bool:

@@ -29,9 +29,10 @@ class ProfilesAhead:
     or runs it now; the same code and stage is profiled once, whichever candidate asks. `out(candidate_id)`: where a
     candidate's report lives (copied for a repeat). Up to `at_once` run together: only their replays hold the GPU
     alone (the profile worker shares its lock until then), so a profile asked ahead never queues behind another's
-    start-up (one at a time, a round's new best waited ~29 s behind two earlier candidates' profiles on an H200)."""
+    start-up (one at a time, a round's new best waited ~29 s behind two earlier candidates' profiles on an H200; three
+    at once, a beam's parent landing fourth waited ~10 s for a place): four, a default round's samples."""
 
-    def __init__(self, inner: Profiler, out: Callable[[str], Path] | None = None, at_once: int = 3) -> None:
+    def __init__(self, inner: Profiler, out: Callable[[str], Path] | None = None, at_once: int = 4) -> None:
         self.inner, self.out = inner, out
         self._pool = ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="profile-ahead")
         self._lock = threading.Lock()

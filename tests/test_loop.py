@@ -786,7 +786,7 @@ def test_a_profile_is_asked_ahead_as_a_candidate_that_will_need_it_lands(store, 
     config, run_id = new_run(store, iterations=1, samples=4, search=search, beam=beam)
     names = ["slow", "fast", "faster", "mid"]
     evaluator = TableEvaluator({"slow": correct(12.0), "fast": correct(5.0), "faster": correct(3.0), "mid": correct(4.0)})
-    profiler = FixedProfiler()
+    profiler = FixedProfiler(profile_of("memory-bound"))  # the start profiled: planning asks nothing more for it
 
     go(store, config, run_id, RecordingProposer([answer(n) for n in names]), evaluator, profiler)
 

@@ -20,6 +20,7 @@ from test_loop import (
     failed,
     go,
     new_run,
+    profile_of,
     store,  # noqa: F401  (the fixture)
 )
 
@@ -169,8 +170,6 @@ def test_with_stage_auto_each_parent_goes_on_in_its_own_stage_and_one_round_judg
     evaluator = StagedEvaluator({"a": correct(10.5), "slow": correct(11.0), "b": correct(12.0), "c": correct(13.0)})
     proposer = KeyedProposer({"start": ["a", "slow", "b"], "a": ["c"]})
 
-    from test_loop import profile_of
-
     go(store, config, run_id, proposer, evaluator, FixedProfiler(profile_of("latency-bound")))
 
     # iteration 2: memory-fusion gained nothing in 1 iteration, so the best (the start, latency-bound) moves to
@@ -195,3 +194,37 @@ def test_a_parent_whose_timing_ncu_contradicts_is_profiled_once_and_dropped(stor
     second = {c.parent for c in store.candidates(run_id) if c.iteration == 2}
     assert cid(run_id, 1, 2) not in second and store.get_candidate(cid(run_id, 1, 2)).profile is not None
 
+
+
+class OrderProfiler(FixedProfiler):
+    """FixedProfiler that keeps the order of what it was asked: ("ahead" | "profile", candidate)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.order: list[tuple[str, str]] = []
+
+    def ahead(self, code, stage, candidate_id) -> None:
+        self.order.append(("ahead", candidate_id))
+
+    def profile(self, code, stage, candidate_id):
+        self.order.append(("profile", candidate_id))
+        return super().profile(code, stage, candidate_id)
+
+
+def test_a_rounds_unprofiled_parents_are_all_asked_for_before_the_first_is_waited_for(store):
+    # slow (30 ms) and slow2 (20 ms) are no faster than the start when they land, so nothing asked for them ahead;
+    # a, the new best, was profiled as the round ended. Planning iteration 2 wants both slow ones as parents too:
+    # both are asked for (to run side by side) before either is waited for.
+    config, run_id = new_run(store, iterations=2, samples=4, patience=10, search="beam", beam=4)
+    profiler = OrderProfiler()
+    profiler.result = profile_of("latency-bound")
+    script = {"start": ["a", "slow", "slow2", "none"]}
+
+    go(store, config, run_id, KeyedProposer(script), TableEvaluator({**RESULTS, "slow2": correct(20.0)}), profiler)
+
+    slow, slow2 = cid(run_id, 1, 2), cid(run_id, 1, 3)
+    assert {c.parent for c in store.candidates(run_id) if c.iteration == 2} >= {slow, slow2}
+    planning = profiler.order[profiler.order.index(("profile", cid(run_id, 1, 1))) + 1:]
+    assert sorted(planning[:2]) == [("ahead", slow), ("ahead", slow2)]
+    assert sorted(planning[2:4]) == [("profile", slow), ("profile", slow2)]
+    assert profiler.calls.count(slow) == profiler.calls.count(slow2) == 1

@@ -108,26 +108,26 @@ def test_close_drops_the_profiles_not_yet_started(out):
     inner = SlowProfiler(out)
     profiles = ProfilesAhead(inner, out)
     stage = get_stage("memory-fusion")
-    for k in range(5):
+    for k in range(6):
         profiles.ahead(f"code {k}", stage, f"c{k}")
     time.sleep(SLOW / 4)
-    profiles.close()  # the first three are running: they finish; the two queued behind them never start
-    assert sorted(c for c, _ in inner.calls) == ["c0", "c1", "c2"]
+    profiles.close()  # the first four are running: they finish; the two queued behind them never start
+    assert sorted(c for c, _ in inner.calls) == ["c0", "c1", "c2", "c3"]
 
 
 def test_profiles_asked_ahead_run_together_so_the_last_asked_does_not_wait_behind_the_others(out):
     """A round asks ahead for each candidate that beats the best as it lands; the one the next prompt needs (the new
-    best) is often the last. One at a time it waited for every earlier profile (~29 s on an H200); now up to three
+    best) is often the last. One at a time it waited for every earlier profile (~29 s on an H200); now up to four
     run at once (their replays serialize on the GPU's lock, not here)."""
     inner = SlowProfiler(out)
     profiles = ProfilesAhead(inner, out)
     stage = get_stage("memory-fusion")
-    for i in range(3):
+    for i in range(4):
         profiles.ahead(f"code {i}", stage, f"c{i}")
     t0 = time.monotonic()
-    assert profiles.profile("code 2", stage, "c2") is not None
-    assert time.monotonic() - t0 < SLOW * 1.6  # its own time, not three profiles'
-    assert len({thread for _, thread in inner.calls}) == 3
+    assert profiles.profile("code 3", stage, "c3") is not None
+    assert time.monotonic() - t0 < SLOW * 1.6  # its own time, not four profiles'
+    assert len({thread for _, thread in inner.calls}) == 4
     profiles.close()
     one = ProfilesAhead(SlowProfiler(out), out, at_once=1)
     for i in range(3):
