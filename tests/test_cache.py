@@ -170,3 +170,41 @@ def test_every_validation_call_is_traced():
 
     trials = plan_trials(load_problem("gap44").cpu_sizes, 1, settings().validation.distributions)
     assert len(trials) > len({t.size for t in trials}) and all(t.trace for t in trials)
+
+
+def test_a_truth_being_computed_holds_up_neither_the_baseline_nor_another_caller_of_the_same_truth(monkeypatch):
+    # A GPU round starts its candidates on the (cached) baseline while its truth is still being computed beside them;
+    # a second caller of the truth waits for the first computation instead of starting its own.
+    import threading
+
+    import agent.harness.shared as shared_mod
+
+    computing, release, computed = threading.Event(), threading.Event(), []
+
+    def slow_reference(*args, **kwargs):
+        computed.append(1)
+        computing.set()
+        assert release.wait(10)
+        return "truth"
+
+    monkeypatch.setattr(shared_mod, "_compute_reference", slow_reference)
+    monkeypatch.setattr(shared_mod, "_compute_baseline", lambda *a, **k: "baseline")
+    monkeypatch.setattr(shared_mod, "gpu_name", lambda: "H200")
+    problem, shared = load_problem("gap44"), Shared()
+    trials = plan_trials(sizes_for(problem, "cuda"), 1, settings().validation.distributions)
+    got: list[object] = []
+
+    def truth() -> None:
+        got.append(shared.reference(problem, "cuda", 1, trials, None, []))
+
+    first, second = threading.Thread(target=truth), threading.Thread(target=truth)
+    first.start()
+    assert computing.wait(10)
+    second.start()
+    t0 = time.monotonic()
+    assert shared.baseline(problem, "cuda", None, []) == "baseline"  # not behind the truth
+    assert time.monotonic() - t0 < 1.0 and got == []
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert got == ["truth", "truth"] and computed == [1]

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
@@ -46,7 +46,7 @@ from agent.harness.wall.sandbox import Deadline
 from agent.harness.settings import settings
 from agent.harness.judge.saturation import varied_trials
 from agent.harness.shared import Shared
-from agent.harness.judge.tiles import Widths, past_tile
+from agent.harness.judge.tiles import past_tile
 from agent.harness.judge.validate import Reference
 from agent.harness.worker.workerio import Gpu
 from agent.printable import printable
@@ -360,7 +360,6 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
             on_result(i, r)
     runnable: list[tuple[int, _Job]] = []
     plans: dict[tuple, tuple[int, int, list[TrialSpec], TimingPlan | None]] = {}
-    widths = Widths()
     for i, req in enumerate(reqs):
         device = req.device or default_device()
         if device == "cuda" and req.gpu_lock is None:  # every evaluation on a GPU takes that GPU's host-wide lock
@@ -392,7 +391,7 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
         seed, inputs, trials, plan = plans[key]
         with PARSING:  # past_tile reads the answer's tiles from its tree
             problem, past = (req.problem, []) if req.precision == "kernelbench" else \
-                past_tile(req.problem, device, static[0], widths, inputs, len(trials))
+                past_tile(req.problem, device, static[0], shared.widths(req.cache_dir), inputs, len(trials))
         runnable.append((i, _Job(req=req.model_copy(update={"problem": problem}), device=device, code=static[0],
                                  kernels=static[1], seed=seed, trials=trials + past, plan=plan,
                                  round_problem=req.problem, past=len(past), static_s=time.monotonic() - t0)))
@@ -406,9 +405,20 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
                                     cache_dir=r.cache_dir)
             ref = Reference(trials=ref.trials + more.trials, truths=ref.truths + more.truths, pool=ref.pool,
                             eager_ms=ref.eager_ms)
-        # Baselines are timed once per problem/size/GPU, not per round: their speed does not depend on the seed.
-        return ref, (shared.baseline(problem, job.device, r.cache_dir, job.hide(), r.gpu_lock)
-                     if r.time_it else None)
+        return ref, baseline(job)
+
+    ahead: Future[Truth] | None = None  # a GPU round's truth, computed beside its candidates
+
+    def round_truth(job: _Job) -> Truth:
+        if ahead is not None:
+            ahead.result()  # its failure is the round's: raised here, not computed again per candidate
+        return truth(job)
+
+    def baseline(job: _Job) -> WorkerResult | None:
+        # Timed once per problem/size/GPU, not per round: their speed does not depend on the seed.
+        r = job.req
+        return shared.baseline(job.round_problem or r.problem, job.device, r.cache_dir, job.hide(), r.gpu_lock) \
+            if r.time_it else None
 
     def limit(job: _Job, base: WorkerResult | None) -> Limit:
         return limit_for(job.req.problem.name, job.device, len(job.trials), job.plan is not None, base,
@@ -420,13 +430,15 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
         if w is not None and not w.fits(job.device, job.hide(), job.req.gpu_lock):
             w.cancel()
             w = None
-        results[i] = _run_candidate(job, lambda: truth(job), lambda: limit(job, base), w)
+        results[i] = _run_candidate(job, lambda: round_truth(job), lambda: limit(job, base), w)
         if job.device == "cpu":
             final(i)
 
-    # GPU: reference and baseline first; then up to `gpu_slots` candidates at once, behind the GPU's lock (their
-    # start-up, compiles and validation overlap; timing is exclusive). A candidate that met trouble only a neighbour
-    # can cause (killed while it waited for the lock, out of GPU memory) is evaluated again, alone.
+    # GPU: the baseline first (a candidate's limit scales with it; cached per problem and GPU); the round's truth
+    # beside the candidates (a worker of its own: the first verdict needs it only once its worker has run); up to
+    # `gpu_slots` candidates at once, behind the GPU's lock (their start-up, compiles and validation overlap; timing
+    # is exclusive). A candidate that met trouble only a neighbour can cause (killed while it waited for the lock, out
+    # of GPU memory) is evaluated again, alone.
     gpu = [r for r in runnable if r[1].device == "cuda"]
     slots = min(len(gpu), settings().sandbox.gpu_slots)
 
@@ -434,9 +446,8 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
 
     def run_gpu(item: tuple[int, _Job], retry_of: float | None = None) -> None:
         """`retry_of`: the seconds of a first attempt that only met a neighbour's trouble."""
-        queued = time.monotonic() - round_start  # waiting for a slot, and for the round's truth
-        _, base = truth(item[1])
-        run(item, base)
+        queued = time.monotonic() - round_start  # waiting for a slot, and for the baseline
+        run(item, baseline(item[1]))
         result = results[item[0]]
         if result is None:
             return
@@ -447,6 +458,10 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
         if retry_of is not None or not (slots > 1 and neighbours_fault(result)):  # else final after its retry
             final(item[0])
 
+    if gpu:
+        truth_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="round-truth")
+        ahead = truth_pool.submit(truth, gpu[0][1])
+        truth_pool.shutdown(wait=False)
     if slots > 1:
         with ThreadPoolExecutor(max_workers=slots) as pool:
             list(pool.map(run_gpu, gpu))
@@ -458,6 +473,8 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
     else:
         for item in gpu:
             run_gpu(item)
+    if ahead is not None:
+        ahead.exception()  # joined: no reference worker outlives its round
     # CPU mode: candidates run in parallel, and the (cached, locked) reference alongside the first of them.
     cpu = [r for r in runnable if r[1].device == "cpu"]
     if cpu:

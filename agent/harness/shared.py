@@ -29,6 +29,7 @@ from agent.harness.job import (
 from agent.harness.judge.verdict import sandbox_failure
 from agent.harness.runner import gpu_name, load_tensors, run_job, sizes_for
 from agent.harness.judge.saturation import scales
+from agent.harness.judge.tiles import Widths
 from agent.harness.settings import settings
 from agent.harness.judge.validate import Reference
 from agent.schema import ProblemSpec, SizeSet
@@ -42,27 +43,45 @@ class Shared:
     def __init__(self, max_entries: int = 8) -> None:
         self._refs: dict[str, Reference] = {}
         self._bases: dict[str, WorkerResult | None] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the dicts; each entry is computed under its own lock (_once)
+        self._computing: dict[str, threading.Lock] = {}
         self.max_entries = max_entries
         self.hits = {"reference": 0, "baseline": 0}  # disk hits, for BENCHMARKS and tests
         self._fingerprints: dict[str, str] = {}
         self._varied: dict[str, list[tuple[int, str]]] = {}
+        self._widths: dict[str, Widths] = {}
 
     def _fingerprint(self, device: Device) -> str:
-        if device not in self._fingerprints:  # nvidia-smi and the code hash: once per evaluator, not per round
-            self._fingerprints[device] = fingerprint(device, gpu_name() if device == "cuda" else "cpu")
-        return self._fingerprints[device]
+        with self._once(f"fingerprint-{device}"):
+            if device not in self._fingerprints:  # nvidia-smi and the code hash: once per evaluator, not per round
+                self._fingerprints[device] = fingerprint(device, gpu_name() if device == "cuda" else "cpu")
+            return self._fingerprints[device]
+
+    def widths(self, cache_dir: Path | None) -> Widths:
+        """The problems' widest extents (agent.harness.judge.tiles), measured once per process and, with a cache
+        directory, kept on disk beside the truths."""
+        with self._lock:
+            key = str(cache_dir)
+            if key not in self._widths:
+                self._widths[key] = Widths(Path(cache_dir) / "widths" if cache_dir else None)
+            return self._widths[key]
+
+    def _once(self, name: str) -> threading.Lock:
+        """The lock under which entry `name` is computed: a truth being computed never holds up a baseline (a GPU
+        round's candidates start on the baseline while the truth they are judged against is still running)."""
+        with self._lock:
+            return self._computing.setdefault(name, threading.Lock())
 
     def reference(self, problem: ProblemSpec, device: Device, seed: int, trials: list[TrialSpec], plan: TimingPlan | None,
                   hide: list[Path], gpu_lock: Path | None = None, time_eager: bool = False,
                   cache_dir: Path | None = None) -> Reference:
         """The fp64 truths of `trials` and of the plan's timing pool (its secret positions do not change them)."""
-        with self._lock:
-            # the sizes too: a trial names its size by index (an answer's own size past its tile is one more)
-            name = entry_name(f"{problem.name}-ref", problem.path.read_bytes(), device, seed, time_eager,
-                              json.dumps([s.model_dump() for s in sizes_for(problem, device)], sort_keys=True),
-                              json.dumps([t.model_dump() for t in trials], sort_keys=True),
-                              plan.pool_seeds if plan else [], self._fingerprint(device))
+        # the sizes too: a trial names its size by index (an answer's own size past its tile is one more)
+        name = entry_name(f"{problem.name}-ref", problem.path.read_bytes(), device, seed, time_eager,
+                          json.dumps([s.model_dump() for s in sizes_for(problem, device)], sort_keys=True),
+                          json.dumps([t.model_dump() for t in trials], sort_keys=True),
+                          plan.pool_seeds if plan else [], self._fingerprint(device))
+        with self._once(name):
             if name in self._refs:
                 return self._refs[name]
             disk = DiskCache(Path(cache_dir) / "references", settings().cache.max_mb) if cache_dir else None
@@ -73,9 +92,10 @@ class Shared:
                 ref = _compute_reference(problem, device, seed, trials, plan, hide, gpu_lock, time_eager)
                 if disk is not None:
                     disk.put(name, ".pt", lambda tmp: _save_reference(ref, tmp))
-            while len(self._refs) >= self.max_entries:
-                self._refs.pop(next(iter(self._refs)))
-            self._refs[name] = ref
+            with self._lock:
+                while len(self._refs) >= self.max_entries:
+                    self._refs.pop(next(iter(self._refs)))
+                self._refs[name] = ref
             return ref
 
     def varied(self, problem: ProblemSpec, sizes: list[SizeSet], distributions: list[str], device: Device = "cpu",
@@ -88,7 +108,7 @@ class Shared:
         name = entry_name(f"{problem.name}-varied", problem.path.read_bytes(), device,
                           json.dumps([s.model_dump() for s in sizes], sort_keys=True), json.dumps(distributions),
                           self._fingerprint(device) if device == "cuda" else "")  # on disk: this GPU and harness
-        with self._lock:
+        with self._once(name):
             if name in self._varied:
                 return self._varied[name]
             if device != "cuda":
@@ -113,7 +133,7 @@ class Shared:
         name = entry_name(f"{problem.name}-base", problem.path.read_bytes(),
                           json.dumps([s.model_dump() for s in sizes_for(problem, device)], sort_keys=True),
                           self._fingerprint(device))
-        with self._lock:
+        with self._once(name):
             if name in self._bases:
                 return self._bases[name]
             disk = DiskCache(Path(cache_dir) / "baselines", settings().cache.max_mb) if cache_dir else None
