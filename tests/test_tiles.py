@@ -43,3 +43,27 @@ def test_a_linear_problems_reduced_features_grow_past_the_tile():
     problem = load_problem("kb_51_gemm_sub_gap_lse_gelu_residual", "cpu")
     wide = Widths().past(problem.path, problem.cpu_sizes, 2048)
     assert wide is not None and wide.overrides["in_features"] == 2049  # the GEMM's reduction: K
+
+
+def test_widths_kept_on_disk_are_measured_once_per_problem_file_and_size(tmp_path, monkeypatch):
+    # the meta device's first call costs seconds in the parent, before a run's first worker: a second process (a
+    # warm run) reads the widths its first measured; an edited problem file is measured again
+    import shutil
+
+    import agent.harness.judge.tiles as tiles
+
+    src = load_problem("gap44", "cpu")
+    copy = tmp_path / "gap44.py"
+    shutil.copyfile(src.path, copy)
+    measured: list[dict] = []
+    real = tiles.widest_extent
+    monkeypatch.setattr(tiles, "widest_extent", lambda p, o, d="meta": measured.append(o) or real(p, o, d))
+    sizes = src.cpu_sizes
+    first = Widths(tmp_path / "widths").past(copy, sizes, 8192)
+    n = len(measured)
+    assert n > 0 and first is not None
+    again = Widths(tmp_path / "widths").past(copy, sizes, 8192)  # a new process: nothing in memory
+    assert again == first and len(measured) == n
+    copy.write_text(copy.read_text() + "\n# an edit\n")
+    Widths(tmp_path / "widths").past(copy, sizes, 8192)
+    assert len(measured) == 2 * n
