@@ -214,3 +214,18 @@ def test_a_package_linked_into_an_import_folder_from_a_masked_place_is_reachable
     r = py(code, tmp_path / "work")
     assert r.ok, r.stderr
     assert r.stdout.split()[0] == "7" and "secret.txt" not in r.stdout
+
+
+def test_a_compile_cache_this_process_sets_for_itself_reaches_no_worker_nor_the_templates_key():
+    # torch sets TORCHINDUCTOR_CACHE_DIR in os.environ when this process first imports torch._dynamo (the offline
+    # proposer's fx trace does): passed on, every later worker's environment changed, and with it the key of the warm
+    # template they fork from (a second template, seconds, mid-run). A worker's caches are its own (HOME, /tmp).
+    import subprocess
+    import sys
+
+    code = ("import os\nfrom agent.harness.job import worker_env\nfrom agent.harness.wall.sandbox import _command_env\n"
+            "before = _command_env(worker_env('cpu'))\nimport torch._dynamo  # noqa: F401\n"
+            "os.environ['TRITON_CACHE_DIR'] = '/home/me/.triton/cache'\n"
+            "print('TORCHINDUCTOR_CACHE_DIR' in os.environ, _command_env(worker_env('cpu')) == before)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.stdout.split() == ["True", "True"], r.stderr[-2000:]

@@ -54,6 +54,11 @@ _KEEP_PREFIXES = (
     "LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH_", "TORCHINDUCTOR_", "PYTORCH_", "CUBLAS_", "CUDNN_", "NCCL_",
     "OMP_", "MKL_", "KMP_", "OPENBLAS_", "NV_", "NSIGHT_", "NCU_",
 )
+# Compile caches are each command's own, under its HOME and private /tmp: one shared with the agent or another
+# candidate would carry state from one to the next. torch sets TORCHINDUCTOR_CACHE_DIR in this process's environment
+# when it first imports torch._dynamo (the offline proposer's fx trace): passed on, it changed every later worker's
+# environment, so the key of the warm template they fork from (a second template started, 5-6 s of an H200 round).
+_OWN_CACHES = {"TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR", "TRITON_HOME"}
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|CERT", re.I)
 _SECRET_PREFIXES = ("OPENAI_", "ANTHROPIC_", "AWS_", "AZURE_", "GOOGLE_", "GITHUB_", "GH_", "HF_", "HUGGING")
 class SandboxUnavailable(RuntimeError):
@@ -106,7 +111,8 @@ class SandboxResult(BaseModel):
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The parent's environment reduced to what tools need, without anything that looks like a secret."""
-    env = {k: v for k, v in os.environ.items() if k in _KEEP_NAMES or k.startswith(_KEEP_PREFIXES)}
+    env = {k: v for k, v in os.environ.items()
+           if (k in _KEEP_NAMES or k.startswith(_KEEP_PREFIXES)) and k not in _OWN_CACHES}
     env.update(extra or {})
     return {k: v for k, v in env.items() if not SECRET_NAME.search(k) and not k.upper().startswith(_SECRET_PREFIXES)}
 

@@ -237,8 +237,11 @@ class Templates:
                 template.close()
                 template = None
             if template is None:
+                t0 = time.monotonic()
                 try:
                     template = _started(env, iso)
+                    log.debug("a worker template started in %.2f s (%d live before it)", time.monotonic() - t0,
+                              len(self._live))
                 except (TemplateFailed, OSError) as e:
                     log.warning("workers start cold (their template could not start: %s)", e)
                     self._failed[key] = str(e)
