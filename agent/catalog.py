@@ -111,6 +111,11 @@ def closest_gpu(device_name: str) -> GPUSpec:
     return chosen.model_copy(deep=True)
 
 
+def cuda_driver_loads() -> bool:
+    """Whether the CUDA driver's library loads here (no torch import): the cheap first half of "is there a GPU"."""
+    return not _no_cuda_driver()
+
+
 def _no_cuda_driver() -> bool:
     """True where the CUDA driver's library cannot be loaded (this CPU machine, CI): torch could not see a GPU
     either, and asking it costs an import of torch (seconds) in commands that need nothing else of it. Any doubt

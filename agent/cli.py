@@ -79,7 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:  # `agent` alone: what it can do, not an error
         parser.print_help()
         return 0
-    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    # --debug lines say when (ms since the start): where a run's seconds go is most of what they are read for
+    when = "%(relativeCreated)7.0f ms " if args.debug else ""
+    logging.basicConfig(level=logging.DEBUG if args.debug else logging.WARNING,
+                        format=when + "%(levelname)s %(name)s: %(message)s")
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _stop)

@@ -435,3 +435,37 @@ def test_resume_goes_on_with_more_iterations_and_refuses_to_change_what_the_run_
         after = store.get_run(record.id)
         assert (after.status, after.iterations, after.config.iterations, after.config.samples) == ("finished", 1, 1, 1)
         assert after.candidates == 2
+
+
+@pytest.mark.parametrize(("flags", "early"), [([], True), (["--device", "cuda"], True), (["--device", "cpu"], False),
+                                              (["--gpus", "0,1"], False)])
+def test_on_a_gpu_host_the_workers_template_starts_before_the_run_imports_torch_to_find_its_gpu(
+        monkeypatch, tmp_path, flags, early):
+    # The template (its own process, importing torch and Triton) and this process's torch import overlap; CPU mode,
+    # a pool of GPUs and a host without a CUDA driver start nothing early.
+    import threading
+
+    import agent.catalog
+    import agent.commands.run as run_command
+    from agent.cli import main
+    from agent.harness import runner
+
+    started: list[str] = []
+    monkeypatch.setattr(agent.catalog, "cuda_driver_loads", lambda: True)
+    monkeypatch.setattr(runner, "prestart", lambda device: started.append(device) or True)
+    seen: list[bool] = []
+
+    def assembly(args, values):  # the point where the run imports torch (default_device, the GPU's name)
+        seen.append(bool(started) or any(t.name == "template-early" for t in threading.enumerate()))
+        from agent.errors import UserError
+
+        raise UserError("stopped here by the test")
+
+    monkeypatch.setattr(run_command, "_assembly", assembly)
+    monkeypatch.setattr("agent.cli.signal.signal", lambda *a: None)  # this test process keeps its own handlers
+    with pytest.raises(SystemExit):
+        main(["run", "--root", str(tmp_path), *flags])
+    for t in threading.enumerate():
+        if t.name == "template-early":
+            t.join(5)
+    assert seen == [early] and started == (["cuda"] if early else [])
