@@ -31,10 +31,13 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=600.0)
     p.add_argument("--root", default=None, help="agent's --root (the same one twice: a warm cache)")
     p.add_argument("--out", default=os.environ.get("OUT") or str(REPO / "bench" / "results"))
+    p.add_argument("--debug", action="store_true", help="agent --debug: its debug log (every line) kept in "
+                   "<out>/main_job_<label>.stderr")
     p.add_argument("args", nargs=argparse.REMAINDER)
     a = p.parse_args()
     args = [x for x in a.args if x != "--"]
-    argv = [sys.executable, "-m", "agent", "run", *args, "--json", *(["--root", a.root] if a.root else [])]
+    argv = [sys.executable, "-m", "agent", *(["--debug"] if a.debug else []), "run", *args, "--json",
+            *(["--root", a.root] if a.root else [])]
     events: list[dict] = []
     t0 = time.monotonic()
     err_file = tempfile.TemporaryFile(mode="w+")  # a pipe nobody reads would fill and stall the run
@@ -65,9 +68,12 @@ def main() -> int:
     wall = round(time.monotonic() - t0, 1)
     cut = fired.is_set()
     err_file.seek(0)
-    err = err_file.read()[-2000:]
+    whole = err_file.read()
+    err = whole[-2000:]
     summary = report(events, wall, cut, proc.returncode)
     Path(a.out).mkdir(parents=True, exist_ok=True)
+    if a.debug:
+        (Path(a.out) / f"main_job_{a.label}.stderr").write_text(whole)
     (Path(a.out) / f"main_job_{a.label}.json").write_text(json.dumps(
         {"argv": argv[2:], "summary": summary, "events": events, "stderr_tail": err}, indent=1))
     return 0 if not cut and proc.returncode == 0 else 1
