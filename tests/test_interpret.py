@@ -46,6 +46,13 @@ def rows(x, o, ROWS, BLOCK: tl.constexpr):
         tl.store(o + row, tl.sum(tl.load(x + offs), axis=0))
 
 
+@triton.jit
+def wraps(o):
+    offs = tl.arange(0, 4)
+    w = tl.full([4], 2147483647, tl.int32) + offs  # int32's largest, plus 0..3: wraps past it
+    tl.store(o + offs, (w < 0).to(tl.float32))
+
+
 x, o = torch.arange(4.0), torch.empty(4)
 {case}
 print(o.tolist())
@@ -209,3 +216,23 @@ def test_a_helper_called_in_a_loop_does_not_patch_the_language_again_and_compute
     # the launch patches tl, tl.tensor, tl.math and the descriptors (Triton 3.9: 43 module scans before, 7 after);
     # each of the nine helper calls did it all again
     assert out[False][0] - out[True][0] >= 9 * 4 and out[True][0] < out[False][0] / 4
+
+
+def test_the_int32_overflow_checks_whose_assert_is_dead_are_not_computed_and_integers_wrap_as_before(tmp_path):
+    """Without debug the interpreter's device_assert does nothing, yet every int32 add, sub and mul computed its
+    overflow check first (~70 % of a KernelBench #96 answer's validation): installed, the checks are not computed; an
+    int32 sum past the largest wraps as it did, and as a compiled kernel's does."""
+    from triton.runtime import interpreter
+
+    for installed in (False, True):
+        program = tmp_path / f"candidate_{installed}.py"
+        program.write_text(textwrap.dedent(PROGRAM).format(
+            install="from agent.harness.worker import interpret\ninterpret.install()" if installed else "",
+            case="wraps[(1,)](o)\nfrom triton.runtime import interpreter as i\n"
+                 "print(i.interpreter_builder.options.sanitize_overflow, i.interpreter_builder.options.debug)"))
+        done = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120, cwd=REPO,
+                              env={**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": str(REPO)})
+        assert done.returncode == 0, done.stderr[-2000:]
+        checks, result = done.stdout.strip().splitlines()[-2:]
+        assert result == "[0.0, 1.0, 1.0, 1.0]" and checks == f"{not installed} False"
+    assert hasattr(interpreter.InterpreterOptions(), "sanitize_overflow")  # the Triton this runs on has the checks
