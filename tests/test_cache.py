@@ -208,3 +208,13 @@ def test_a_truth_being_computed_holds_up_neither_the_baseline_nor_another_caller
     first.join(10)
     second.join(10)
     assert got == ["truth", "truth"] and computed == [1]
+
+
+def test_an_evaluators_widths_are_one_per_cache_and_kept_under_it(tmp_path):
+    # past_tile's meta-device measurements: one Widths for the process (every round), its entries beside the truths
+    shared, cache = Shared(), tmp_path / "cache"
+    widths = shared.widths(cache)
+    assert shared.widths(cache) is widths and shared.widths(None) is not widths
+    problem = load_problem("gap44", "cpu")
+    widths.widest(problem.path, problem.cpu_sizes[0].overrides)
+    assert [p.suffix for p in (cache / "widths").iterdir()] == [".json"]

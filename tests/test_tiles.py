@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from agent.harness.cache import DiskCache
 from agent.harness.judge.tiles import MAX_TILE, Widths, extent, largest_tile
 from agent.problems import load_problem
 
@@ -59,11 +60,15 @@ def test_widths_kept_on_disk_are_measured_once_per_problem_file_and_size(tmp_pat
     real = tiles.widest_extent
     monkeypatch.setattr(tiles, "widest_extent", lambda p, o, d="meta": measured.append(o) or real(p, o, d))
     sizes = src.cpu_sizes
-    first = Widths(tmp_path / "widths").past(copy, sizes, 8192)
+
+    def disk() -> DiskCache:
+        return DiskCache(tmp_path / "widths", 64)
+
+    first = Widths(disk()).past(copy, sizes, 8192)
     n = len(measured)
     assert n > 0 and first is not None
-    again = Widths(tmp_path / "widths").past(copy, sizes, 8192)  # a new process: nothing in memory
+    again = Widths(disk()).past(copy, sizes, 8192)  # a new process: nothing in memory
     assert again == first and len(measured) == n
     copy.write_text(copy.read_text() + "\n# an edit\n")
-    Widths(tmp_path / "widths").past(copy, sizes, 8192)
+    Widths(disk()).past(copy, sizes, 8192)
     assert len(measured) == 2 * n

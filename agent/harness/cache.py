@@ -93,6 +93,14 @@ class DiskCache:
         except OSError as e:  # results are still right, only not remembered
             log.debug("cannot cache %s: %s", name, e)
 
+    def put_text(self, name: str, suffix: str, text: str) -> None:
+        """put, for an entry that is a text."""
+
+        def write(tmp: Path) -> None:
+            tmp.write_text(text)
+
+        self.put(name, suffix, write)
+
     def _evict(self) -> None:
         entries = []
         for p in self.root.iterdir():

@@ -63,7 +63,8 @@ class Shared:
         with self._lock:
             key = str(cache_dir)
             if key not in self._widths:
-                self._widths[key] = Widths(Path(cache_dir) / "widths" if cache_dir else None)
+                self._widths[key] = Widths(DiskCache(Path(cache_dir) / "widths", settings().cache.max_mb)
+                                           if cache_dir else None)
             return self._widths[key]
 
     def _once(self, name: str) -> threading.Lock:
@@ -120,8 +121,7 @@ class Shared:
                 found = cached if cached is not None else \
                     varied_in_worker(problem, sizes, distributions, device, hide or [], gpu_lock)
                 if cached is None and disk is not None:
-                    text = json.dumps(found)
-                    disk.put(name, ".json", lambda tmp: _write_text(tmp, text))
+                    disk.put_text(name, ".json", json.dumps(found))
             self._varied[name] = found
             return found
 
@@ -148,7 +148,7 @@ class Shared:
             res = _compute_baseline(problem, device, hide, gpu_lock)
             self._bases[name] = res
             if res is not None and disk is not None:
-                disk.put(name, ".json", lambda tmp: _write_text(tmp, res.model_dump_json(indent=2)))
+                disk.put_text(name, ".json", res.model_dump_json(indent=2))
             return res
 
 
@@ -244,7 +244,3 @@ def _compute_baseline(problem: ProblemSpec, device: Device, hide: list[Path], gp
         return res
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _write_text(path: Path, text: str) -> None:
-    path.write_text(text)

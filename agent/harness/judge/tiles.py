@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from agent.harness.cache import DiskCache, entry_name
 from agent.harness.job import Device, TrialSpec, trial_seed
 from agent.harness.runner import sizes_for
 from agent.schema import ProblemSpec, SizeOverrides, SizeSet
@@ -140,7 +141,7 @@ class Widths:
     Shared keeps one) and, given `cache` (a directory beside the truths), once per problem file, size and torch:
     the meta device's first call took 3.7-4.2 s of an H200 run's first verdict, in the parent, before any worker."""
 
-    def __init__(self, cache: Path | None = None) -> None:
+    def __init__(self, cache: DiskCache | None = None) -> None:
         self._seen: dict[str, int] = {}
         self._disk = cache
 
@@ -155,25 +156,16 @@ class Widths:
             return widest_extent(path, overrides, device)
         import torch
 
-        from agent.harness.cache import DiskCache, entry_name
-        from agent.harness.settings import settings
-
-        disk = DiskCache(self._disk, settings().cache.max_mb)
         name = entry_name("widest", path.read_bytes(), json.dumps(overrides, sort_keys=True), device,
                           torch.__version__)
-        hit = disk.get(name, ".json")
+        hit = self._disk.get(name, ".json")
         if hit is not None:
             try:
                 return int(json.loads(hit.read_text()))
             except (OSError, ValueError, TypeError):  # torn or foreign: measured again
                 pass
         width = widest_extent(path, overrides, device)
-        text = json.dumps(width)
-
-        def write(tmp: Path) -> None:
-            tmp.write_text(text)
-
-        disk.put(name, ".json", write)
+        self._disk.put_text(name, ".json", json.dumps(width))
         return width
 
     def past(self, path: Path, sizes: list[SizeSet], tile: int, small: bool = False) -> SizeSet | None:
