@@ -2,7 +2,9 @@
 
 It receives its task and parts (built by agent.wiring) and reads top to bottom; the stage of each round is its task's
 policy's (agent.ladder); every decision it takes (which stage, whether a candidate is the new best, why it stopped) is
-recorded in the store.
+recorded in the store. Over 400 lines: the steps and the decisions they take (a new best, a parent's profile, a
+timing ncu contradicts) read together; what reads a run back from the store (best_from_store, round_results) could
+move out first.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Literal
 
@@ -407,13 +407,6 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
                             eager_ms=ref.eager_ms)
         return ref, baseline(job)
 
-    ahead: Future[Truth] | None = None  # a GPU round's truth, computed beside its candidates
-
-    def round_truth(job: _Job) -> Truth:
-        if ahead is not None:
-            ahead.result()  # its failure is the round's: raised here, not computed again per candidate
-        return truth(job)
-
     def baseline(job: _Job) -> WorkerResult | None:
         # Timed once per problem/size/GPU, not per round: their speed does not depend on the seed.
         r = job.req
@@ -430,15 +423,15 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
         if w is not None and not w.fits(job.device, job.hide(), job.req.gpu_lock):
             w.cancel()
             w = None
-        results[i] = _run_candidate(job, lambda: round_truth(job), lambda: limit(job, base), w)
+        results[i] = _run_candidate(job, lambda: truth(job), lambda: limit(job, base), w)
         if job.device == "cpu":
             final(i)
 
-    # GPU: the baseline first (a candidate's limit scales with it; cached per problem and GPU); the round's truth
-    # beside the candidates (a worker of its own: the first verdict needs it only once its worker has run); up to
-    # `gpu_slots` candidates at once, behind the GPU's lock (their start-up, compiles and validation overlap; timing
-    # is exclusive). A candidate that met trouble only a neighbour can cause (killed while it waited for the lock, out
-    # of GPU memory) is evaluated again, alone.
+    # GPU: the round's truth and the baseline first, alone: computed beside the candidates, a candidate that takes the
+    # GPU's memory would fail the round's truth, and with it the round (a candidate's own such failure is retried
+    # alone below; the truth's is the harness's error). Then up to `gpu_slots` candidates at once, behind the GPU's
+    # lock (their start-up, compiles and validation overlap; timing is exclusive). A candidate that met trouble only a
+    # neighbour can cause (killed while it waited for the lock, out of GPU memory) is evaluated again, alone.
     gpu = [r for r in runnable if r[1].device == "cuda"]
     slots = min(len(gpu), settings().sandbox.gpu_slots)
 
@@ -446,8 +439,9 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
 
     def run_gpu(item: tuple[int, _Job], retry_of: float | None = None) -> None:
         """`retry_of`: the seconds of a first attempt that only met a neighbour's trouble."""
-        queued = time.monotonic() - round_start  # waiting for a slot, and for the baseline
-        run(item, baseline(item[1]))
+        queued = time.monotonic() - round_start  # waiting for a slot, and for the round's truth
+        _, base = truth(item[1])
+        run(item, base)
         result = results[item[0]]
         if result is None:
             return
@@ -458,10 +452,6 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
         if retry_of is not None or not (slots > 1 and neighbours_fault(result)):  # else final after its retry
             final(item[0])
 
-    if gpu:
-        truth_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="round-truth")
-        ahead = truth_pool.submit(truth, gpu[0][1])
-        truth_pool.shutdown(wait=False)
     if slots > 1:
         with ThreadPoolExecutor(max_workers=slots) as pool:
             list(pool.map(run_gpu, gpu))
@@ -473,8 +463,6 @@ def _evaluate_many(reqs: list[EvalRequest], shared: Shared, warm: dict[int, Prew
     else:
         for item in gpu:
             run_gpu(item)
-    if ahead is not None:
-        ahead.exception()  # joined: no reference worker outlives its round
     # CPU mode: candidates run in parallel, and the (cached, locked) reference alongside the first of them.
     cpu = [r for r in runnable if r[1].device == "cpu"]
     if cpu:
